@@ -1,0 +1,185 @@
+"""The error taxonomy: every failure the service reports has a stable code and a client-safe message.
+
+Adapters translate vendor exceptions at the boundary (`raise StorageUnavailableError() from exc`);
+`PermanentError` means "fail now, retrying cannot help", `TransientError` means "retry with backoff".
+HTTP statuses live only in `gateway/errors.py`.
+"""
+
+from __future__ import annotations
+
+
+class IngestError(Exception):
+    """Base of every classified error: `code` is stable, `message` is safe to show a client."""
+
+    code = "internal_error"
+    message = "An internal error occurred."
+
+    def __init__(self, message: str | None = None, *, code: str | None = None) -> None:
+        if message is not None:
+            self.message = message
+        if code is not None:
+            self.code = code
+        super().__init__(self.message)
+
+
+class PermanentError(IngestError):
+    """Bad input or a refusal that a retry cannot fix: the job fails at once."""
+
+    code = "permanent_error"
+    message = "The request cannot be processed."
+
+
+class TransientError(IngestError):
+    """A passing fault (network, 429, 5xx, timeout): retried with backoff.
+
+    `retry_after_s` carries a provider's Retry-After when it gave one.
+    """
+
+    code = "transient_error"
+    message = "A temporary fault occurred; the work will be retried."
+
+    def __init__(
+        self, message: str | None = None, *, code: str | None = None, retry_after_s: float | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.retry_after_s = retry_after_s
+
+
+# --- Requests (gateway) -------------------------------------------------------------------------
+
+
+class UnauthorizedError(PermanentError):
+    code = "unauthorized"
+    message = "A valid API key is required (Authorization: Bearer <key>)."
+
+
+class ForbiddenError(PermanentError):
+    code = "forbidden"
+    message = "This API key may not do that."
+
+
+class NotFoundError(PermanentError):
+    code = "not_found"
+    message = "No such resource."
+
+
+class InvalidRequestError(PermanentError):
+    code = "invalid_request"
+    message = "The request is malformed."
+
+
+class UploadTooLargeError(PermanentError):
+    code = "upload_too_large"
+    message = "The upload is larger than the allowed size."
+
+
+class NotAPdfError(PermanentError):
+    code = "not_a_pdf"
+    message = "The file is not a PDF (it does not start with %PDF-)."
+
+
+class EmptyFileError(PermanentError):
+    code = "empty_file"
+    message = "The uploaded file is empty."
+
+
+class TenantSuspendedError(PermanentError):
+    code = "tenant_suspended"
+    message = "The tenant is suspended."
+
+
+class SearchUnavailableError(PermanentError):
+    code = "search_requires_qdrant_server"
+    message = (
+        "Search needs a Qdrant server when the gateway and the workers are separate processes "
+        "(set INGEST_QDRANT_URL); the local Qdrant folder belongs to the index worker."
+    )
+
+
+# --- Job state ----------------------------------------------------------------------------------
+
+
+class StaleTransitionError(PermanentError):
+    code = "stale_transition"
+    message = "The job is no longer in the state this change expected."
+
+
+# --- Documents (pipeline) -----------------------------------------------------------------------
+
+
+class InvalidPdfError(PermanentError):
+    code = "invalid_pdf"
+    message = "The file is not a readable PDF."
+
+
+class EncryptedPdfError(PermanentError):
+    code = "encrypted"
+    message = "The PDF is encrypted with a password."
+
+
+class TooManyPagesError(PermanentError):
+    code = "too_many_pages"
+    message = "The PDF has more pages than allowed."
+
+
+class PdfLimitError(PermanentError):
+    code = "pdf_limit_exceeded"
+    message = "The PDF exceeds a safety limit (decompression, object count or image size)."
+
+
+class NoTextError(PermanentError):
+    code = "no_text"
+    message = "No text could be extracted from the document, even with OCR."
+
+
+class OcrFailedError(TransientError):
+    code = "ocr_failed"
+    message = "OCR of a page failed."
+
+
+class ProcessingTimeoutError(TransientError):
+    code = "timeout"
+    message = "Processing took longer than its time limit."
+
+
+# --- Dependencies -------------------------------------------------------------------------------
+
+
+class StorageUnavailableError(TransientError):
+    code = "storage_unavailable"
+    message = "Object storage is unavailable."
+
+
+class ObjectNotFoundError(PermanentError):
+    code = "object_not_found"
+    message = "A stored object is missing."
+
+
+class BrokerUnavailableError(TransientError):
+    code = "broker_unavailable"
+    message = "The message broker is unavailable."
+
+
+class VectorStoreUnavailableError(TransientError):
+    code = "vector_store_unavailable"
+    message = "The vector store is unavailable."
+
+
+class VectorStoreError(PermanentError):
+    code = "vector_store_rejected"
+    message = "The vector store rejected the request."
+
+
+class EmbeddingUnavailableError(TransientError):
+    code = "embedding_unavailable"
+    message = "The embedding provider is unavailable."
+
+
+class EmbeddingRejectedError(PermanentError):
+    code = "embedding_rejected"
+    message = "The embedding provider rejected the request."
+
+
+class PointCountMismatchError(TransientError):
+    code = "point_count_mismatch"
+    message = "The vector store holds a different number of points than chunks were indexed."

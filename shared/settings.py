@@ -1,0 +1,144 @@
+"""One frozen settings object, built from `INGEST_*` environment variables at each entry point."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+PREFIX = "INGEST_"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Every knob of the service. Defaults are the embedded topology (one machine, nothing to install).
+
+    Each field is read from `INGEST_<FIELD NAME IN UPPER CASE>`; names carry their units.
+    """
+
+    # Where the embedded topology keeps its files (SQLite, objects, Qdrant folder).
+    data_dir: str = "var"
+    # SQLAlchemy URL; empty means a SQLite file in data_dir.
+    database_url: str = ""
+    # Broker URL: empty means the in-process broker (embedded), redis://... or amqp://...
+    broker_url: str = ""
+    # How long a publish may wait for the broker before the outbox keeps the message for later.
+    broker_timeout_s: float = 2.0
+    # Redis broker: seconds without a heartbeat after which a dead worker's messages are requeued.
+    redis_heartbeat_timeout_s: int = 30
+
+    # Object storage: "local" (a directory) or "s3" (any S3 API server through boto3).
+    storage_backend: str = "local"
+    storage_dir: str = ""
+    s3_endpoint_url: str = ""
+    s3_bucket: str = "ingest"
+    s3_region: str = "us-east-1"
+    s3_access_key_id: str = ""
+    s3_secret_access_key: str = field(default="", repr=False)
+
+    # Qdrant: empty URL means local mode in data_dir/qdrant (one process owns the folder).
+    qdrant_url: str = ""
+    qdrant_api_key: str = field(default="", repr=False)
+    qdrant_path: str = ""
+    qdrant_collection_prefix: str = "chunks"
+
+    # Embeddings: "local" (offline all-MiniLM-L6-v2 on onnxruntime) or "openai".
+    embedder: str = "local"
+    embed_batch_size: int = 32
+    embed_threads: int = 1
+    model_cache_dir: str = ""
+    openai_api_key: str = field(default="", repr=False)
+    openai_base_url: str = ""
+    openai_model: str = "text-embedding-3-small"
+    openai_dimensions: int = 0
+
+    # Uploads and documents.
+    max_upload_mb: int = 100
+    max_pages: int = 2000
+
+    # Processing.
+    chunk_max_tokens: int = 256
+    chunk_overlap_tokens: int = 32
+    ocr_dpi: int = 300
+    ocr_languages: str = "eng"
+    ocr_timeout_s: int = 120
+    ocr_min_chars_per_page: int = 20
+    stage_time_limit_s: int = 600
+
+    # Processes.
+    host: str = "127.0.0.1"
+    port: int = 8000
+    worker_threads: int = 2
+    maintenance_interval_s: float = 2.0
+    log_level: str = "INFO"
+    log_json: bool = False
+
+    # Demo tenant created by `make run` when there is none.
+    demo_tenant: str = "demo"
+
+    @property
+    def effective_database_url(self) -> str:
+        """The configured database URL, or the embedded SQLite file."""
+        return self.database_url or f"sqlite:///{Path(self.data_dir).resolve() / 'ingest.db'}"
+
+    @property
+    def effective_storage_dir(self) -> str:
+        """Directory of the local object store."""
+        return self.storage_dir or str(Path(self.data_dir) / "objects")
+
+    @property
+    def effective_qdrant_path(self) -> str:
+        """Folder of the local Qdrant store (used only without a Qdrant URL)."""
+        return self.qdrant_path or str(Path(self.data_dir) / "qdrant")
+
+    @property
+    def effective_model_cache_dir(self) -> str:
+        """Folder where the offline embedder's ONNX graph is built once and kept."""
+        return self.model_cache_dir or str(Path(self.data_dir) / "models")
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return self.max_upload_mb * 1024 * 1024
+
+    @property
+    def local_qdrant(self) -> bool:
+        """True when Qdrant runs in local mode, so one process alone may open its folder."""
+        return not self.qdrant_url
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Build settings from `INGEST_*` variables; keyword overrides win (tests, entry points)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(PREFIX + f.name.upper())
+            if raw is not None:
+                values[f.name] = _parse(raw, f.type, f.name)
+        values.update(overrides)
+        return cls(**values)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some fields changed."""
+        return dataclasses.replace(self, **changes)
+
+
+def _parse(raw: str, type_name: Any, name: str) -> Any:
+    kind = type_name if isinstance(type_name, str) else getattr(type_name, "__name__", str(type_name))
+    try:
+        if kind == "bool":
+            lowered = raw.strip().lower()
+            if lowered in {"1", "true", "yes", "on"}:
+                return True
+            if lowered in {"0", "false", "no", "off", ""}:
+                return False
+            raise ValueError(raw)
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{PREFIX}{name.upper()} must be a {kind}, got {raw!r}") from exc
+    return raw
