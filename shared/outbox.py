@@ -1,0 +1,111 @@
+"""The transactional outbox: messages written with the job, published by a relay after commit.
+
+`add_message` writes a row in the caller's transaction. `Relay.publish` is the fast path right after
+commit; `Relay.publish_pending` is the sweep the maintenance loop runs for whatever was left (broker
+down, process killed between commit and publish). A row is claimed by moving its `available_at`
+forward with a compare-and-set, so two relays never publish the same row at the same moment; a
+publish that fails leaves the row for a later sweep with a growing delay. Delivery stays at least
+once (a relay may die after publishing and before marking), which the idempotent stages absorb.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from datetime import timedelta
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session, sessionmaker
+
+from shared.db import transaction
+from shared.errors import BrokerUnavailableError
+from shared.models import OutboxMessage, utcnow
+from shared.queue import Publisher
+
+logger = logging.getLogger(__name__)
+
+CLAIM_S = 30
+MAX_BACKOFF_S = 60
+
+
+def add_message(session: Session, job_id: str, stage: str) -> OutboxMessage:
+    """Queue the job's pipeline from `stage` for publishing, in the caller's transaction."""
+    row = OutboxMessage(job_id=job_id, stage=stage)
+    session.add(row)
+    session.flush()
+    return row
+
+
+class Relay:
+    """Publishes outbox rows on the broker and marks them published."""
+
+    def __init__(self, sessions: sessionmaker[Session], publisher: Publisher) -> None:
+        self.sessions = sessions
+        self.publisher = publisher
+        # After a broker failure the fast path stays quiet for a moment, so requests are not
+        # slowed by a broker that is down; the sweep keeps trying.
+        self._quiet_until = 0.0
+
+    def publish(self, ids: Iterable[int]) -> int:
+        """Fast path: publish these rows now if the broker looks healthy. Returns how many."""
+        if time.monotonic() < self._quiet_until:
+            return 0
+        return sum(self._publish_one(row_id) for row_id in ids)
+
+    def publish_pending(self, limit: int = 100) -> int:
+        """Sweep: publish rows that are due. Returns how many were published."""
+        with transaction(self.sessions) as session:
+            due = session.scalars(
+                select(OutboxMessage.id)
+                .where(OutboxMessage.published_at.is_(None), OutboxMessage.available_at <= utcnow())
+                .order_by(OutboxMessage.id)
+                .limit(limit)
+            ).all()
+        published = 0
+        for row_id in due:
+            ok = self._publish_one(row_id)
+            published += ok
+            if not ok and time.monotonic() < self._quiet_until:
+                break
+        return published
+
+    def _claim(self, row_id: int) -> tuple[str, str, int] | None:
+        now = utcnow()
+        with transaction(self.sessions) as session:
+            row = session.execute(
+                update(OutboxMessage)
+                .where(
+                    OutboxMessage.id == row_id,
+                    OutboxMessage.published_at.is_(None),
+                    OutboxMessage.available_at <= now,
+                )
+                .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
+                .returning(OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.attempts)
+            ).first()
+        return None if row is None else (row[0], row[1], row[2])
+
+    def _publish_one(self, row_id: int) -> bool:
+        claimed = self._claim(row_id)
+        if claimed is None:
+            return False
+        job_id, stage, attempts = claimed
+        try:
+            self.publisher.publish(job_id, stage)
+        except BrokerUnavailableError as exc:
+            backoff = min(MAX_BACKOFF_S, 2 ** min(attempts, 6))
+            self._quiet_until = time.monotonic() + min(backoff, 5)
+            logger.warning("outbox row %s not published (%s); next try in %ss", row_id, exc.code, backoff)
+            with transaction(self.sessions) as session:
+                session.execute(
+                    update(OutboxMessage)
+                    .where(OutboxMessage.id == row_id)
+                    .values(available_at=utcnow() + timedelta(seconds=backoff), last_error=exc.code)
+                )
+            return False
+        with transaction(self.sessions) as session:
+            session.execute(
+                update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow())
+            )
+        logger.debug("published job %s from stage %s (outbox row %s)", job_id, stage, row_id)
+        return True

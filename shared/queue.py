@@ -1,0 +1,123 @@
+"""The message contract: stages, queues and actor names, and how a job's pipeline is published.
+
+A Dramatiq message is plain data (queue, actor name, args), so the gateway and the relay publish
+by name from here without importing `ingest_worker`. Messages carry the job id only.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import dramatiq
+import redis
+from dramatiq.broker import Broker
+from dramatiq.brokers.stub import StubBroker
+from dramatiq.middleware import Middleware
+
+from shared.errors import BrokerUnavailableError
+from shared.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+STAGES: tuple[str, ...] = ("validate", "extract", "ocr", "chunk", "embed", "index", "finalize")
+
+QUEUE_INGEST = "ingest"
+QUEUE_OCR = "ocr"
+# The index and finalize stages have their own queue so that, with a local Qdrant folder, one
+# single-threaded process alone owns that folder (ARCHITECTURE §2); finalize may delete the points
+# of a job cancelled after indexing, so it must be able to open the folder too.
+QUEUE_INDEX = "index"
+QUEUES: tuple[str, ...] = (QUEUE_INGEST, QUEUE_OCR, QUEUE_INDEX)
+
+ACTOR_FOR_STAGE: dict[str, str] = {
+    "validate": "validate_document",
+    "extract": "extract_text",
+    "ocr": "ocr_pages",
+    "chunk": "chunk_text",
+    "embed": "embed_chunks",
+    "index": "index_chunks",
+    "finalize": "finalize_job",
+}
+QUEUE_FOR_STAGE: dict[str, str] = {
+    stage: QUEUE_OCR if stage == "ocr" else QUEUE_INDEX if stage in ("index", "finalize") else QUEUE_INGEST
+    for stage in STAGES
+}
+# The value a stage actor returns to stop the rest of the pipeline (job final or cancelled).
+HALT = "halt"
+
+
+def stage_message(job_id: str, stage: str) -> dramatiq.Message[Any]:
+    """The message that runs `stage` of `job_id`."""
+    return dramatiq.Message(
+        queue_name=QUEUE_FOR_STAGE[stage],
+        actor_name=ACTOR_FOR_STAGE[stage],
+        args=(job_id,),
+        kwargs={},
+        options={"pipe_ignore": True},
+    )
+
+
+def job_pipeline(job_id: str, from_stage: str, broker: Broker) -> dramatiq.pipeline:
+    """The pipeline of the job's remaining stages, starting at `from_stage`."""
+    remaining = STAGES[STAGES.index(from_stage) :]
+    return dramatiq.pipeline([stage_message(job_id, s) for s in remaining], broker=broker)
+
+
+def make_broker(settings: Settings, middleware: list[Middleware] | None = None) -> Broker:
+    """The broker the settings name, with every queue of the contract declared.
+
+    An empty URL gives the in-process broker of the embedded topology; the database remains the
+    source of truth, so what it holds in memory can always be republished from the outbox.
+    """
+    url = settings.broker_url
+    broker: Broker
+    if not url:
+        broker = StubBroker(middleware=middleware)
+    elif url.startswith(("redis://", "rediss://", "unix://")):
+        from dramatiq.brokers.redis import RedisBroker
+
+        client = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=settings.broker_timeout_s,
+            socket_timeout=max(settings.broker_timeout_s, 10.0),
+            health_check_interval=30,
+        )
+        broker = RedisBroker(
+            client=client,
+            middleware=middleware,
+            namespace=settings.broker_namespace,
+            heartbeat_timeout=settings.redis_heartbeat_timeout_s * 1000,
+        )
+    elif url.startswith(("amqp://", "amqps://")):
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+        broker = RabbitmqBroker(url=url, middleware=middleware)
+    else:
+        raise ValueError(f"unsupported INGEST_BROKER_URL scheme: {url.split(':', 1)[0]}")
+    for queue in QUEUES:
+        broker.declare_queue(queue)
+    return broker
+
+
+class Publisher:
+    """Publishes a job's pipeline on a broker; broker faults become `BrokerUnavailableError`."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def publish(self, job_id: str, from_stage: str) -> None:
+        try:
+            job_pipeline(job_id, from_stage, self.broker).run()
+        except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
+            raise BrokerUnavailableError() from exc
+
+    def check(self) -> None:
+        """Raise `BrokerUnavailableError` when the broker cannot be reached (readiness)."""
+        client = getattr(self.broker, "client", None)
+        if client is None:
+            return
+        try:
+            client.ping()
+        except (redis.RedisError, OSError) as exc:
+            raise BrokerUnavailableError() from exc

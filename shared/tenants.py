@@ -1,0 +1,56 @@
+"""Tenants and their API keys: keys are stored as a SHA-256 hash beside a short visible prefix."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from shared.models import ApiKey, KeyRole, Tenant
+
+KEY_PREFIX = "ik_"
+
+
+def hash_key(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def new_api_key(session: Session, tenant: Tenant | None, role: KeyRole = KeyRole.TENANT) -> str:
+    """Create a key for `tenant` and return its plain text (shown once, never stored)."""
+    visible = secrets.token_hex(4)
+    key = f"{KEY_PREFIX}{visible}_{secrets.token_urlsafe(24)}"
+    session.add(
+        ApiKey(
+            tenant_id=tenant.id if tenant else None,
+            prefix=f"{KEY_PREFIX}{visible}",
+            key_hash=hash_key(key),
+            role=role.value,
+        )
+    )
+    session.flush()
+    return key
+
+
+def create_tenant(session: Session, name: str) -> tuple[Tenant, str]:
+    """A new active tenant with one API key; returns the tenant and the key's plain text."""
+    tenant = Tenant(name=name, webhook_secret=secrets.token_urlsafe(32))
+    session.add(tenant)
+    session.flush()
+    return tenant, new_api_key(session, tenant)
+
+
+def get_tenant_by_name(session: Session, name: str) -> Tenant | None:
+    return session.scalars(select(Tenant).where(Tenant.name == name)).first()
+
+
+def resolve_key(session: Session, key: str) -> tuple[ApiKey, Tenant | None] | None:
+    """The live key matching `key` and its tenant, or None."""
+    api_key = session.scalars(
+        select(ApiKey).where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+    ).first()
+    if api_key is None:
+        return None
+    tenant = session.get(Tenant, api_key.tenant_id) if api_key.tenant_id else None
+    return api_key, tenant

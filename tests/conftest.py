@@ -1,0 +1,124 @@
+"""Shared fixtures: settings for the embedded topology, and the real servers of the production one.
+
+PostgreSQL and Redis are the machine's servers (INGEST_TEST_DATABASE_URL, INGEST_TEST_REDIS_URL).
+When one is missing its tests skip with a loud reason on a laptop and fail under CI=true, so CI
+can never go green without them. The S3 server is started by the suite itself.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+from shared.db import Database, migrate
+from shared.models import Base
+from shared.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_DATABASE_URL = os.environ.get(
+    "INGEST_TEST_DATABASE_URL", "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
+)
+TEST_REDIS_URL = os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+MODEL_CACHE_DIR = os.environ.get("INGEST_MODEL_CACHE_DIR", str(ROOT / "var" / "models"))
+
+
+def missing_service(what: str) -> None:
+    """Skip loudly on a developer's machine; fail in CI, where the service must be there."""
+    message = f"{what} is not reachable: these tests need it"
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(message + " (CI=true, so this is a failure, not a skip)", pytrace=False)
+    pytest.skip(message)
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    """Embedded-topology settings in a fresh data directory."""
+    return Settings(data_dir=str(tmp_path / "data"), model_cache_dir=MODEL_CACHE_DIR, worker_threads=2)
+
+
+@pytest.fixture
+def sqlite_db(settings: Settings) -> Database:
+    migrate(settings.effective_database_url)
+    return Database.from_settings(settings)
+
+
+@pytest.fixture(scope="session")
+def pg_server_url() -> Iterator[str]:
+    """A private database on the PostgreSQL server, migrated, dropped at the end of the run."""
+    admin = sa.create_engine(TEST_DATABASE_URL, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+    except sa.exc.OperationalError:
+        admin.dispose()
+        missing_service(f"PostgreSQL at {TEST_DATABASE_URL}")
+    name = f"ingest_test_{secrets.token_hex(4)}"
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    url = sa.engine.make_url(TEST_DATABASE_URL).set(database=name).render_as_string(hide_password=False)
+    migrate(url)
+    try:
+        yield url
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+@pytest.fixture
+def pg_db(pg_server_url: str) -> Iterator[Database]:
+    """The private PostgreSQL database, emptied before each test."""
+    db = Database(pg_server_url)
+    with db.engine.begin() as conn:
+        tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
+        conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+    yield db
+    db.engine.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def any_db(request: pytest.FixtureRequest) -> Database:
+    """Both databases the service supports: the behaviour must not depend on which."""
+    if request.param == "sqlite":
+        return request.getfixturevalue("sqlite_db")  # type: ignore[no-any-return]
+    return request.getfixturevalue("pg_db")  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    client = redis.Redis.from_url(TEST_REDIS_URL, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.RedisError:
+        missing_service(f"Redis at {TEST_REDIS_URL}")
+    finally:
+        client.close()
+    return TEST_REDIS_URL
+
+
+@pytest.fixture
+def broker_namespace(redis_url: str) -> Iterator[str]:
+    """A private Dramatiq namespace on the shared Redis, removed afterwards."""
+    namespace = f"ingest-test-{uuid.uuid4().hex[:8]}"
+    yield namespace
+    client = redis.Redis.from_url(redis_url)
+    keys = list(client.scan_iter(f"{namespace}*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """A private SeaweedFS S3 server with authentication on, for the whole run."""
+    from tests.s3_server import running_s3_server
+
+    with running_s3_server(tmp_path_factory.mktemp("weed")) as info:
+        yield info

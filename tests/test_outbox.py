@@ -1,0 +1,86 @@
+"""The transactional outbox: rows commit with the job, the relay publishes them once the broker is up."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from sqlalchemy import select
+
+from shared import outbox
+from shared.db import Database
+from shared.models import OutboxMessage
+from shared.outbox import Relay
+from shared.queue import ACTOR_FOR_STAGE, QUEUE_INGEST, Publisher, make_broker
+from shared.settings import Settings
+from tests.test_jobs import new_job
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def add_row(db: Database, job_id: str) -> int:
+    with db.transaction() as session:
+        return outbox.add_message(session, job_id, "validate").id
+
+
+def pending(db: Database) -> list[int]:
+    with db.transaction() as session:
+        return list(session.scalars(select(OutboxMessage.id).where(OutboxMessage.published_at.is_(None))))
+
+
+def test_relay_publishes_the_pipeline_from_the_rows_stage(sqlite_db: Database, settings: Settings) -> None:
+    # Given a committed job with its outbox row, and the in-process broker
+    broker = make_broker(settings)
+    job_id = new_job(sqlite_db)
+    row_id = add_row(sqlite_db, job_id)
+    # When the relay publishes it
+    published = Relay(sqlite_db.sessions, Publisher(broker)).publish([row_id])
+    # Then the first stage's message (job id only, the rest chained behind it) is on the queue
+    assert published == 1 and pending(sqlite_db) == []
+    queued = broker.queues[QUEUE_INGEST]
+    assert queued.qsize() == 1
+    from dramatiq import Message
+
+    message = Message.decode(queued.get())
+    assert message.actor_name == ACTOR_FOR_STAGE["validate"] and message.args == (job_id,)
+    assert message.options["pipe_target"]["actor_name"] == ACTOR_FOR_STAGE["extract"]
+
+
+def test_a_row_is_published_once_even_when_both_paths_run(sqlite_db: Database, settings: Settings) -> None:
+    # Given a row already published by the fast path
+    broker = make_broker(settings)
+    relay = Relay(sqlite_db.sessions, Publisher(broker))
+    row_id = add_row(sqlite_db, new_job(sqlite_db))
+    assert relay.publish([row_id]) == 1
+    # When the sweep and the fast path run again
+    assert relay.publish_pending() == 0
+    assert relay.publish([row_id]) == 0
+    # Then the message went out once
+    assert broker.queues[QUEUE_INGEST].qsize() == 1
+
+
+@pytest.mark.redis
+def test_broker_outage_keeps_the_row_until_the_broker_is_back(
+    sqlite_db: Database, settings: Settings, redis_url: str, broker_namespace: str
+) -> None:
+    # Given a broker that cannot be reached
+    down = Settings(broker_url=f"redis://127.0.0.1:{closed_port()}/0", broker_timeout_s=0.5)
+    row_id = add_row(sqlite_db, new_job(sqlite_db))
+    # When the relay tries to publish
+    assert Relay(sqlite_db.sessions, Publisher(make_broker(down))).publish([row_id]) == 0
+    # Then the row is still pending, with the error recorded and a later retry time
+    assert pending(sqlite_db) == [row_id]
+    with sqlite_db.transaction() as session:
+        row = session.get(OutboxMessage, row_id)
+        assert row is not None and row.last_error == "broker_unavailable" and row.attempts == 1
+        row.available_at = row.created_at  # due again now
+    # When the broker is back, the sweep publishes it
+    up = Settings(broker_url=redis_url, broker_namespace=broker_namespace)
+    broker = make_broker(up)
+    assert Relay(sqlite_db.sessions, Publisher(broker)).publish_pending() == 1
+    assert pending(sqlite_db) == []
+    assert broker.client.llen(f"{broker_namespace}:{QUEUE_INGEST}") == 1  # type: ignore[attr-defined]
