@@ -205,10 +205,15 @@ def start_stage(session: Session, job_id: str, stage: str) -> JobSnapshot:
     if job.started_at is None:
         values["started_at"] = utcnow()
     event = "job.started" if first_start else "job.resumed" if job.status == S.RETRYING.value else None
-    snapshot = _write(session, job_id, _check_allowed([S.QUEUED, S.RUNNING, S.RETRYING], S.RUNNING), {
-        "status": S.RUNNING.value,
-        **values,
-    })
+    snapshot = _write(
+        session,
+        job_id,
+        _check_allowed([S.QUEUED, S.RUNNING, S.RETRYING], S.RUNNING),
+        {
+            "status": S.RUNNING.value,
+            **values,
+        },
+    )
     if event:
         record_event(session, snapshot, event)
     return snapshot
@@ -229,7 +234,10 @@ def finish_stage(
     )
     try:
         snapshot = _write(
-            session, job_id, [S.RUNNING.value], {"stage": stage, "progress": stage_progress(stage), **counters}
+            session,
+            job_id,
+            [S.RUNNING.value],
+            {"stage": stage, "progress": stage_progress(stage), **counters},
         )
     except StaleTransitionError:
         return None

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.postgres
 def new_job(db: Database) -> str:
     with db.transaction() as session:
         tenant, _ = create_tenant(session, "acme")
-        document = Document(tenant_id=tenant.id, filename="a.pdf", sha256="0" * 64, size_bytes=1, object_key="k")
+        document = Document(
+            tenant_id=tenant.id, filename="a.pdf", sha256="0" * 64, size_bytes=1, object_key="k"
+        )
         session.add(document)
         session.flush()
         job = Job(tenant_id=tenant.id, document_id=document.id)

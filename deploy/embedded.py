@@ -1,0 +1,66 @@
+"""The embedded topology: gateway, worker threads and maintenance loop in ONE process.
+
+The composition root of `make run`: the only module that imports both the gateway and the
+worker. It uses the in-process broker unless INGEST_BROKER_URL names another one.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import dramatiq
+import waitress
+
+from gateway.app import create_app
+from ingest_worker.broker import setup_broker
+from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
+from ingest_worker.resources import Resources, configure
+from shared.db import migrate
+from shared.logging import setup_logging
+from shared.outbox import Relay
+from shared.queue import Publisher
+from shared.settings import Settings
+
+logger = logging.getLogger("embedded")
+
+
+def main() -> None:
+    settings = Settings.from_env()
+    setup_logging(settings)
+    migrate(settings.effective_database_url)
+    broker = setup_broker(settings)
+    resources = Resources(settings)
+    configure(resources)
+    import ingest_worker.actors  # noqa: F401  (declares the actors on the broker)
+
+    if not settings.broker_url:
+        requeued = requeue_unfinished(resources.db)
+        if requeued:
+            logger.info("re-queued %s unfinished job(s) from before the restart", requeued)
+    publisher = Publisher(broker)
+    loop = MaintenanceLoop(
+        resources.db, Relay(resources.db.sessions, publisher), interval_s=settings.maintenance_interval_s
+    )
+    loop.run_once()
+    loop.start_thread()
+    worker = dramatiq.Worker(broker, worker_threads=settings.worker_threads, worker_timeout=100)
+    worker.start()
+    app = create_app(
+        settings, publisher=publisher, db=resources.db, vectors=resources.vectors, embedder=resources.embedder
+    )
+    logger.info(
+        "serving on http://%s:%s (%s worker threads)", settings.host, settings.port, settings.worker_threads
+    )
+    try:
+        waitress.serve(app, host=settings.host, port=settings.port, threads=8, ident="pdf-ingest")
+    finally:
+        loop.stop()
+        worker.stop()
+
+
+if __name__ == "__main__":
+    main()

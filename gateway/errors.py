@@ -1,0 +1,81 @@
+"""The one table from error to HTTP status, and the one handler that renders problem+json."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+from shared import errors
+
+logger = logging.getLogger(__name__)
+
+STATUS_FOR_ERROR: list[tuple[type[errors.IngestError], int]] = [
+    (errors.UnauthorizedError, 401),
+    (errors.ForbiddenError, 403),
+    (errors.TenantSuspendedError, 403),
+    (errors.NotFoundError, 404),
+    (errors.UploadTooLargeError, 413),
+    (errors.NotAPdfError, 415),
+    (errors.EmptyFileError, 422),
+    (errors.InvalidRequestError, 400),
+    (errors.SearchUnavailableError, 503),
+    (errors.TransientError, 503),
+    (errors.PermanentError, 422),
+]
+
+# Werkzeug's own HTTP errors (raised before our code runs) get stable codes too.
+CODE_FOR_HTTP_STATUS = {
+    400: "invalid_request",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "upload_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def problem(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Response:
+    """An RFC 9457 problem document with our stable `code`."""
+    response = jsonify(
+        {
+            "type": "about:blank",
+            "title": code.replace("_", " "),
+            "status": status,
+            "code": code,
+            "detail": detail,
+        }
+    )
+    response.status_code = status
+    response.mimetype = "application/problem+json"
+    for name, value in (headers or {}).items():
+        response.headers[name] = value
+    return response
+
+
+def status_for(error: errors.IngestError) -> int:
+    for cls, status in STATUS_FOR_ERROR:
+        if isinstance(error, cls):
+            return status
+    return 500
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(errors.IngestError)
+    def _ingest_error(error: errors.IngestError) -> Response:
+        status = status_for(error)
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if status == 503 and isinstance(error, errors.TransientError):
+            headers = {"Retry-After": str(int(error.retry_after_s or 5))}
+        return problem(status, error.code, error.message, headers)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(error: HTTPException) -> Response:
+        status = error.code or 500
+        code = CODE_FOR_HTTP_STATUS.get(status, "http_error")
+        return problem(status, code, error.description or error.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(error: Exception) -> Response:
+        logger.error("unhandled error", exc_info=error)
+        return problem(500, "internal_error", "An internal error occurred.")

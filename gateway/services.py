@@ -1,0 +1,60 @@
+"""The gateway's clients (database, storage, outbox relay, search), built once per app."""
+
+from __future__ import annotations
+
+import threading
+from functools import cached_property
+
+from flask import current_app
+
+from shared.db import Database
+from shared.embeddings import Embedder, make_embedder
+from shared.errors import SearchUnavailableError
+from shared.outbox import Relay
+from shared.settings import Settings
+from shared.storage import ObjectStorage
+from shared.vectorstore import VectorStore
+
+
+class Services:
+    """What the views use. Search clients are built on first search, or injected by the embedded
+    process, which shares its own with the worker threads."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        db: Database,
+        storage: ObjectStorage,
+        relay: Relay,
+        *,
+        vectors: VectorStore | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.settings = settings
+        self.db = db
+        self.storage = storage
+        self.relay = relay
+        self._vectors = vectors
+        self._embedder = embedder
+        self._lock = threading.Lock()
+
+    @cached_property
+    def vectors(self) -> VectorStore:
+        if self._vectors is not None:
+            return self._vectors
+        if self.settings.local_qdrant:
+            # The local Qdrant folder belongs to the index worker in the split topology.
+            raise SearchUnavailableError()
+        with self._lock:
+            return VectorStore.from_settings(self.settings)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self._embedder is not None:
+            return self._embedder
+        with self._lock:
+            return make_embedder(self.settings)
+
+
+def services() -> Services:
+    return current_app.extensions["ingest"]  # type: ignore[no-any-return]

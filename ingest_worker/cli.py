@@ -1,0 +1,79 @@
+"""Operator commands. They act through the database, never through a running process's broker.
+
+python -m ingest_worker.cli migrate
+python -m ingest_worker.cli tenant NAME        # prints the new tenant's API key last
+python -m ingest_worker.cli demo               # migrate, ensure the demo tenant, print its key
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from shared.db import Database, migrate
+from shared.settings import Settings
+from shared.tenants import create_tenant, get_tenant_by_name
+
+
+def cmd_migrate(settings: Settings) -> int:
+    migrate(settings.effective_database_url)
+    print("database is at the newest schema")
+    return 0
+
+
+def cmd_tenant(settings: Settings, name: str) -> int:
+    migrate(settings.effective_database_url)
+    db = Database.from_settings(settings)
+    with db.transaction() as session:
+        if get_tenant_by_name(session, name) is not None:
+            print(f"tenant {name!r} already exists", file=sys.stderr)
+            return 1
+        tenant, key = create_tenant(session, name)
+    print(f"created tenant {name} ({tenant.id}); its API key, shown once:")
+    print(key)
+    return 0
+
+
+def cmd_demo(settings: Settings) -> int:
+    """The embedded topology's convenience: a demo tenant whose key is kept in data_dir."""
+    migrate(settings.effective_database_url)
+    key_file = Path(settings.data_dir) / "demo-api-key"
+    db = Database.from_settings(settings)
+    with db.transaction() as session:
+        if get_tenant_by_name(session, settings.demo_tenant) is None or not key_file.exists():
+            tenant = get_tenant_by_name(session, settings.demo_tenant)
+            if tenant is None:
+                tenant, key = create_tenant(session, settings.demo_tenant)
+            else:
+                from shared.tenants import new_api_key
+
+                key = new_api_key(session, tenant)
+            key_file.parent.mkdir(parents=True, exist_ok=True)
+            key_file.write_text(key + "\n")
+            os.chmod(key_file, 0o600)
+    print(key_file.read_text().strip())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="ingest_worker.cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("migrate", help="apply database migrations")
+    tenant = sub.add_parser("tenant", help="create a tenant and print its API key")
+    tenant.add_argument("name")
+    sub.add_parser("demo", help="ensure the demo tenant and print its API key")
+    args = parser.parse_args(argv)
+    settings = Settings.from_env()
+    if args.command == "migrate":
+        return cmd_migrate(settings)
+    if args.command == "tenant":
+        return cmd_tenant(settings, args.name)
+    return cmd_demo(settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

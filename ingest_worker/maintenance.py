@@ -1,0 +1,95 @@
+"""The maintenance loop: the one home of periodic duties (publishing the outbox, for now).
+
+A thread of the embedded process; its own process in production (`python -m
+ingest_worker.maintenance`). Safe to run more than once: outbox rows are claimed by
+compare-and-set.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+
+from sqlalchemy import select
+
+from shared import outbox
+from shared.db import Database
+from shared.jobs import ACTIVE, done_stages
+from shared.models import Job, OutboxMessage
+from shared.outbox import Relay
+from shared.queue import STAGES, Publisher, make_broker
+from shared.settings import Settings
+
+logger = logging.getLogger(__name__)
+
+
+class MaintenanceLoop:
+    """Runs the periodic duties every `interval_s` seconds until stopped."""
+
+    def __init__(self, db: Database, relay: Relay, *, interval_s: float) -> None:
+        self.db = db
+        self.relay = relay
+        self.interval_s = interval_s
+        self.stopped = threading.Event()
+
+    def run_once(self) -> None:
+        published = self.relay.publish_pending()
+        if published:
+            logger.info("relay published %s outbox message(s)", published)
+
+    def run_forever(self) -> None:
+        while not self.stopped.is_set():
+            try:
+                self.run_once()
+            except Exception:
+                logger.exception("maintenance pass failed; trying again next interval")
+            self.stopped.wait(self.interval_s)
+
+    def start_thread(self) -> threading.Thread:
+        thread = threading.Thread(target=self.run_forever, name="maintenance", daemon=True)
+        thread.start()
+        return thread
+
+    def stop(self) -> None:
+        self.stopped.set()
+
+
+def requeue_unfinished(db: Database) -> int:
+    """Queue every unfinished job again from its first stage not done.
+
+    Only for the embedded topology at start-up: its in-process broker lost every message when
+    the process stopped, while the database still knows which jobs were under way.
+    """
+    count = 0
+    with db.transaction() as session:
+        pending = set(
+            session.scalars(select(OutboxMessage.job_id).where(OutboxMessage.published_at.is_(None)))
+        )
+        for job in session.scalars(select(Job).where(Job.status.in_([s.value for s in ACTIVE]))):
+            if job.id in pending:
+                continue
+            done = set(done_stages(session, job.id))
+            next_stage = next((s for s in STAGES if s not in done), STAGES[-1])
+            outbox.add_message(session, job.id, next_stage)
+            count += 1
+    return count
+
+
+def main() -> None:
+    from shared.logging import setup_logging
+
+    settings = Settings.from_env()
+    setup_logging(settings)
+    db = Database.from_settings(settings)
+    loop = MaintenanceLoop(
+        db, Relay(db.sessions, Publisher(make_broker(settings))), interval_s=settings.maintenance_interval_s
+    )
+    signal.signal(signal.SIGTERM, lambda *_: loop.stop())
+    signal.signal(signal.SIGINT, lambda *_: loop.stop())
+    logger.info("maintenance loop running every %ss", settings.maintenance_interval_s)
+    loop.run_forever()
+
+
+if __name__ == "__main__":
+    main()

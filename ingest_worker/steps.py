@@ -1,0 +1,202 @@
+"""The I/O around each pure stage: read the inputs from storage, call the stage, store its output.
+
+Every step reads what earlier stages stored (artifacts under `artifacts/<job id>/`), so a retry of
+one stage never redoes the ones before it, and writing an artifact again is harmless.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import numpy as np
+
+from ingest_worker.resources import Resources
+from ingest_worker.runner import StageResult
+from ingest_worker.stages.chunk import chunk_pages
+from ingest_worker.stages.extract import extract_pages
+from ingest_worker.stages.models import (
+    PageText,
+    chunks_from_json,
+    chunks_to_json,
+    pages_from_json,
+    pages_to_json,
+)
+from ingest_worker.stages.normalize import normalize_text
+from ingest_worker.stages.ocr import ocr_pages
+from ingest_worker.stages.validate import validate_pdf
+from shared.errors import NoTextError, PointCountMismatchError
+from shared.jobs import JobSnapshot
+from shared.models import Document, Job, Tenant
+from shared.vectorstore import point_id
+
+EXTRACTOR_VERSION = "pypdf-1"
+CHUNKER_VERSION = "recursive-1"
+
+
+def artifact_key(job_id: str, name: str) -> str:
+    return f"artifacts/{job_id}/{name}"
+
+
+@contextmanager
+def _original(res: Resources, job: JobSnapshot) -> Iterator[str]:
+    """The uploaded PDF as a local temporary file."""
+    with res.db.transaction() as session:
+        document = session.get(Document, job.document_id)
+        assert document is not None
+        key = document.object_key
+    fd, path = tempfile.mkstemp(suffix=".pdf")
+    os.close(fd)
+    try:
+        res.storage.download(key, path)
+        yield path
+    finally:
+        os.unlink(path)
+
+
+def _max_pages(res: Resources, job: JobSnapshot) -> int:
+    with res.db.transaction() as session:
+        tenant = session.get(Tenant, job.tenant_id)
+        limit = tenant.max_pages if tenant is not None else None
+    return limit or res.settings.max_pages
+
+
+def validate(res: Resources, job: JobSnapshot) -> StageResult:
+    with _original(res, job) as path:
+        report = validate_pdf(path, max_pages=_max_pages(res, job))
+    with res.db.transaction() as session:
+        document = session.get(Document, job.document_id)
+        if document is not None:
+            document.page_count = report.page_count
+    return StageResult(fields={"pages": report.page_count})
+
+
+def extract(res: Resources, job: JobSnapshot) -> StageResult:
+    with _original(res, job) as path:
+        pages = extract_pages(path, min_chars=res.settings.ocr_min_chars_per_page)
+    key = artifact_key(job.id, "pages.json")
+    res.storage.put_bytes(key, pages_to_json(pages))
+    return StageResult(fields={"ocr_pages": sum(p.needs_ocr for p in pages)}, artifact_key=key)
+
+
+def ocr(res: Resources, job: JobSnapshot) -> StageResult:
+    pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, "pages.json")))
+    wanted = [p.number for p in pages if p.needs_ocr]
+    if wanted:
+        settings = res.settings
+        with _original(res, job) as path:
+            texts = ocr_pages(
+                path,
+                wanted,
+                dpi=settings.ocr_dpi,
+                languages=settings.ocr_languages,
+                timeout_s=settings.ocr_timeout_s,
+            )
+        pages = [
+            PageText(number=p.number, text=texts.get(p.number, ""), needs_ocr=False, source="ocr")
+            if p.number in texts
+            else p
+            for p in pages
+        ]
+    key = artifact_key(job.id, "pages-final.json")
+    res.storage.put_bytes(key, pages_to_json(pages))
+    return StageResult(artifact_key=key)
+
+
+def chunk(res: Resources, job: JobSnapshot) -> StageResult:
+    pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, "pages-final.json")))
+    normalized = [
+        PageText(number=p.number, text=normalize_text(p.text), needs_ocr=p.needs_ocr, source=p.source)
+        for p in pages
+    ]
+    embedder = res.embedder
+    chunks = chunk_pages(
+        normalized,
+        max_tokens=min(res.settings.chunk_max_tokens, embedder.max_tokens),
+        overlap_tokens=res.settings.chunk_overlap_tokens,
+        count_tokens=embedder.count_tokens,
+    )
+    if not chunks:
+        raise NoTextError()
+    key = artifact_key(job.id, "chunks.json")
+    res.storage.put_bytes(key, chunks_to_json(chunks))
+    return StageResult(fields={"chunks": len(chunks)}, artifact_key=key)
+
+
+def embed(res: Resources, job: JobSnapshot) -> StageResult:
+    chunks = chunks_from_json(res.storage.get_bytes(artifact_key(job.id, "chunks.json")))
+    embedder = res.embedder
+    batch = res.settings.embed_batch_size
+    vectors: list[list[float]] = []
+    for start in range(0, len(chunks), batch):
+        vectors.extend(embedder.embed([c.text for c in chunks[start : start + batch]]))
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(vectors, dtype=np.float32))
+    key = artifact_key(job.id, "vectors.npy")
+    res.storage.put_bytes(key, buffer.getvalue())
+    return StageResult(
+        fields={"embedding_model": embedder.model_name, "embedding_dim": embedder.dimension},
+        artifact_key=key,
+    )
+
+
+def index(res: Resources, job: JobSnapshot) -> StageResult:
+    chunks = chunks_from_json(res.storage.get_bytes(artifact_key(job.id, "chunks.json")))
+    vectors = np.load(io.BytesIO(res.storage.get_bytes(artifact_key(job.id, "vectors.npy"))))
+    with res.db.transaction() as session:
+        row = session.get(Job, job.id)
+        assert row is not None
+        model, dimension, version = row.embedding_model, row.embedding_dim, row.index_version
+    assert model is not None and dimension is not None
+    store = res.vectors
+    collection = store.collection(model, dimension)
+    store.ensure_collection(collection, dimension)
+    payloads = [
+        {
+            "tenant_id": job.tenant_id,
+            "document_id": job.document_id,
+            "job_id": job.id,
+            "chunk_index": c.index,
+            "page_start": c.page_start,
+            "page_end": c.page_end,
+            "char_start": c.char_start,
+            "char_end": c.char_end,
+            "heading": c.heading,
+            "text": c.text,
+            "index_version": version,
+            "embedding_model": model,
+            "extractor_version": EXTRACTOR_VERSION,
+            "chunker_version": CHUNKER_VERSION,
+        }
+        for c in chunks
+    ]
+    store.upsert(collection, [point_id(job.id, c.index) for c in chunks], vectors.tolist(), payloads)
+    written = store.count(collection, job.tenant_id, job_id=job.id)
+    if written != len(chunks):
+        raise PointCountMismatchError()
+    # Only now that this job's points are all written and counted may the older ones go.
+    store.delete(collection, job.tenant_id, keep_job_id=job.id, document_id=job.document_id)
+    return StageResult(fields={"points": written})
+
+
+def finalize(res: Resources, job: JobSnapshot) -> StageResult:
+    with res.db.transaction() as session:
+        row = session.get(Job, job.id)
+        assert row is not None
+        if row.points != row.chunks or row.chunks == 0:
+            raise PointCountMismatchError()
+    return StageResult()
+
+
+def delete_job_points(res: Resources, job_id: str) -> None:
+    """Remove a cancelled job's own points (and only its own)."""
+    with res.db.transaction() as session:
+        row = session.get(Job, job_id)
+        if row is None or row.embedding_model is None or row.embedding_dim is None:
+            return
+        tenant_id, model, dimension = row.tenant_id, row.embedding_model, row.embedding_dim
+    store = res.vectors
+    store.delete(store.collection(model, dimension), tenant_id, job_id=job_id)

@@ -1,0 +1,177 @@
+"""Qdrant adapter: collections per (model, dimension), tenant-filtered everything, deterministic ids.
+
+Every search, count and delete goes through `_scope`, which always carries the tenant filter.
+Local mode (`QdrantClient(path=...)`) is one process only and not thread-safe, so every call
+holds a lock. Server-only settings (payload index, `is_tenant`) are applied only with a URL.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from shared.errors import VectorStoreError, VectorStoreUnavailableError
+from shared.settings import Settings
+
+POINT_NAMESPACE = uuid.UUID("6f2b8a1e-4c1d-5e7a-9b3f-2d8c0e4a7b61")
+UPSERT_BATCH = 256
+
+
+def point_id(job_id: str, chunk_index: int) -> str:
+    """Deterministic: a retry overwrites its own points; a new job writes beside the old ones."""
+    return str(uuid.uuid5(POINT_NAMESPACE, f"{job_id}:{chunk_index}"))
+
+
+def collection_name(prefix: str, model: str, dimension: int) -> str:
+    slug = re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")
+    return f"{prefix}_{slug}_{dimension}"
+
+
+@dataclass(frozen=True)
+class Hit:
+    score: float
+    payload: dict[str, Any]
+
+
+class VectorStore:
+    """The service's view of Qdrant."""
+
+    def __init__(self, client: QdrantClient, *, prefix: str, server: bool) -> None:
+        self.client = client
+        self.prefix = prefix
+        self.server = server
+        self._lock = threading.RLock()
+        self._known: set[str] = set()
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> VectorStore:
+        if settings.qdrant_url:
+            client = QdrantClient(
+                url=settings.qdrant_url, api_key=settings.qdrant_api_key or None, timeout=30
+            )
+            return cls(client, prefix=settings.qdrant_collection_prefix, server=True)
+        client = QdrantClient(path=settings.effective_qdrant_path)
+        return cls(client, prefix=settings.qdrant_collection_prefix, server=False)
+
+    def collection(self, model: str, dimension: int) -> str:
+        return collection_name(self.prefix, model, dimension)
+
+    def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            with self._lock:
+                return fn(*args, **kwargs)
+        except UnexpectedResponse as exc:
+            if exc.status_code is not None and (exc.status_code >= 500 or exc.status_code == 429):
+                raise VectorStoreUnavailableError() from exc
+            raise VectorStoreError() from exc
+        except (ResponseHandlingException, ConnectionError, TimeoutError) as exc:
+            raise VectorStoreUnavailableError() from exc
+
+    def ensure_collection(self, name: str, dimension: int) -> None:
+        if name in self._known:
+            return
+        if not self._call(self.client.collection_exists, name):
+            try:
+                self._call(
+                    self.client.create_collection,
+                    name,
+                    vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                )
+            except (VectorStoreError, ValueError):
+                # Another process created it first.
+                if not self._call(self.client.collection_exists, name):
+                    raise
+            if self.server:
+                self._call(
+                    self.client.create_payload_index,
+                    name,
+                    field_name="tenant_id",
+                    field_schema=models.KeywordIndexParams(
+                        type=models.KeywordIndexType.KEYWORD, is_tenant=True
+                    ),
+                )
+                for field in ("document_id", "job_id"):
+                    self._call(
+                        self.client.create_payload_index,
+                        name,
+                        field_name=field,
+                        field_schema=models.PayloadSchemaType.KEYWORD,
+                    )
+        self._known.add(name)
+
+    def upsert(
+        self,
+        name: str,
+        ids: Sequence[str],
+        vectors: Sequence[Sequence[float]],
+        payloads: Sequence[dict[str, Any]],
+    ) -> None:
+        """Write points and wait until Qdrant acknowledges them."""
+        for start in range(0, len(ids), UPSERT_BATCH):
+            end = start + UPSERT_BATCH
+            points = [
+                models.PointStruct(id=i, vector=list(v), payload=p)
+                for i, v, p in zip(ids[start:end], vectors[start:end], payloads[start:end], strict=True)
+            ]
+            self._call(self.client.upsert, name, points=points, wait=True)
+
+    @staticmethod
+    def _scope(
+        tenant_id: str, *, must: Sequence[tuple[str, str]] = (), must_not: Sequence[tuple[str, str]] = ()
+    ) -> Any:
+        def match(key: str, value: str) -> models.FieldCondition:
+            return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+        return models.Filter(
+            must=[match("tenant_id", tenant_id), *(match(k, v) for k, v in must)],
+            must_not=[match(k, v) for k, v in must_not] or None,
+        )
+
+    def count(self, name: str, tenant_id: str, **fields: str) -> int:
+        if not self._call(self.client.collection_exists, name):
+            return 0
+        result = self._call(
+            self.client.count,
+            name,
+            count_filter=self._scope(tenant_id, must=list(fields.items())),
+            exact=True,
+        )
+        return int(result.count)
+
+    def delete(self, name: str, tenant_id: str, *, keep_job_id: str | None = None, **fields: str) -> None:
+        """Delete the tenant's points matching `fields`, except those of `keep_job_id`."""
+        if not fields:
+            raise ValueError("refusing to delete every point of a tenant without a field to match")
+        if not self._call(self.client.collection_exists, name):
+            return
+        must_not = [("job_id", keep_job_id)] if keep_job_id else []
+        selector = models.FilterSelector(
+            filter=self._scope(tenant_id, must=list(fields.items()), must_not=must_not)
+        )
+        self._call(self.client.delete, name, points_selector=selector, wait=True)
+
+    def search(
+        self, name: str, tenant_id: str, vector: Sequence[float], *, top_k: int, **fields: str
+    ) -> list[Hit]:
+        if not self._call(self.client.collection_exists, name):
+            return []
+        result = self._call(
+            self.client.query_points,
+            name,
+            query=list(vector),
+            query_filter=self._scope(tenant_id, must=list(fields.items())),
+            limit=top_k,
+            with_payload=True,
+        )
+        return [Hit(score=float(p.score), payload=dict(p.payload or {})) for p in result.points]
+
+    def close(self) -> None:
+        with self._lock:
+            self.client.close()
