@@ -38,6 +38,7 @@ def worker_middleware() -> list[dramatiq.Middleware]:
 def setup_broker(settings: Settings) -> Broker:
     """Build the broker the settings name and make it Dramatiq's global broker."""
     global _broker, _settings
+    settings.export_child_environment()
     _broker = make_broker(settings, middleware=worker_middleware())
     _settings = settings
     dramatiq.set_broker(_broker)

@@ -137,6 +137,13 @@ class OcrFailedError(TransientError):
     message = "OCR of a page failed."
 
 
+class OcrUnavailableError(OcrFailedError):
+    """The tesseract binary is missing: a deployment fault, retried in case another worker has it."""
+
+    code = "ocr_unavailable"
+    message = "OCR is not available on this worker (tesseract is missing)."
+
+
 class ProcessingTimeoutError(TransientError):
     code = "timeout"
     message = "Processing took longer than its time limit."

@@ -67,6 +67,8 @@ class Settings:
     ocr_dpi: int = 300
     ocr_languages: str = "eng"
     ocr_timeout_s: int = 120
+    # Threads each tesseract process may use: 1 is 4-5x faster per page on a busy worker.
+    ocr_threads: int = 1
     ocr_min_chars_per_page: int = 20
     stage_time_limit_s: int = 600
 
@@ -121,6 +123,10 @@ class Settings:
                 values[f.name] = _parse(raw, f.type, f.name)
         values.update(overrides)
         return cls(**values)
+
+    def export_child_environment(self) -> None:
+        """Set the variables that subprocesses (tesseract) read; an operator's own value wins."""
+        os.environ.setdefault("OMP_THREAD_LIMIT", str(self.ocr_threads))
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some fields changed."""

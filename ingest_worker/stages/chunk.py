@@ -1,0 +1,259 @@
+"""The chunk stage: normalised page texts cut into overlapping, token-bounded chunks with page ranges.
+
+Offsets: the chunker works on one document text, the normalised texts of the non-empty pages joined by
+a blank line (`PAGE_SEPARATOR`); `document_text` builds it. A chunk's `char_start`/`char_end` are a
+half-open range of code points into that text, and `chunk.text == document_text(pages)[start:end]`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+
+from ingest_worker.stages.models import Chunk, PageText
+from ingest_worker.stages.normalize import normalize_text
+
+PAGE_SEPARATOR = "\n\n"
+
+# Split levels, coarse to fine: a piece over the window is split at the next level. Look-behinds keep
+# sentence punctuation (and a closing quote or bracket) with the sentence it ends.
+_LEVELS: tuple[re.Pattern[str], ...] = (
+    re.compile(r"\n\n"),
+    re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]\u00bb\u201d\u2019])\s+"),
+    re.compile(r"\n"),
+    re.compile(r"\s+"),
+)
+_WORD_START = re.compile(r"(?<=\s)\S")
+# A paragraph longer than this many characters per token of the window is split without being counted
+# first: at the 4-5 characters per token of prose it cannot fit, and if it could, splitting it only lets
+# a chunk boundary fall inside it. Saves a tokenizer pass over most of a document.
+_SURELY_OVER_CHARS_PER_TOKEN = 12
+# The character split never searches a span longer than this many characters per token of the window,
+# which bounds its cost on a huge run without whitespace (a base64 blob).
+_MAX_CHARS_PER_TOKEN = 32
+# A paragraph of its own that reads like a title: short, one line, no closing punctuation, not a footer.
+_HEADING_MAX_CHARS = 80
+_HEADING_MAX_WORDS = 12
+_NOT_HEADING_END = ".,;!?"
+_PAGE_FOOTER = re.compile(r"(?i)page\s+\d")
+
+TokenCounter = Callable[[str], int]
+# (start, end, tokens) of a piece of the document text.
+_Piece = tuple[int, int, int]
+
+
+def document_text(pages: list[PageText]) -> str:
+    """The text chunk offsets point into: normalised non-empty page texts joined by `PAGE_SEPARATOR`."""
+    return _layout(pages)[0]
+
+
+def chunk_pages(
+    pages: list[PageText], *, max_tokens: int, overlap_tokens: int, count_tokens: TokenCounter
+) -> list[Chunk]:
+    """Cut the pages into chunks of at most `max_tokens` tokens as `count_tokens` counts them.
+
+    Text is split at paragraphs, then sentences, lines, words and, for a word longer than the window,
+    characters; the pieces are packed greedily into chunks. A heading (a short one-line paragraph)
+    starts a new chunk. Other chunks start with up to `overlap_tokens` tokens (whole words) from the end
+    of the one before. Chunks carry their 1-based page range, offsets (see the module docstring), exact
+    token count and the heading of their section. Returns no chunks when the pages hold no text.
+    Deterministic; the text handed to count_tokens adds up to a small multiple of the document's.
+    """
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be at least 1")
+    if not 0 <= overlap_tokens < max_tokens:
+        raise ValueError("overlap_tokens must be at least 0 and below max_tokens")
+    text, page_starts, page_numbers = _layout(pages)
+    splitter = _Splitter(text, max_tokens, count_tokens).split()
+    pieces, headings = splitter.pieces, splitter.headings
+    heading_starts = [start for start, _ in headings]
+    section_starts = set(heading_starts)
+
+    chunks: list[Chunk] = []
+    previous: tuple[int, int, int] | None = None  # first piece, end piece and start of the last chunk
+    i = 0
+    while i < len(pieces):
+        start, tokens = pieces[i][0], 0
+        # A chunk that opens a section starts clean; otherwise it repeats the previous chunk's tail, as
+        # much of the overlap as leaves room for its first piece.
+        budget = min(overlap_tokens, max_tokens - pieces[i][2])
+        if previous and budget > 0 and pieces[i][0] not in section_starts:
+            tail = _overlap(text, pieces, *previous, budget, count_tokens)
+            if tail:
+                start, tokens = tail
+        j = i
+        # Pack whole pieces while they fit; a heading closes the chunk so it opens the next one.
+        while (
+            j < len(pieces)
+            and tokens + pieces[j][2] <= max_tokens
+            and (j == i or pieces[j][0] not in section_starts)
+        ):
+            tokens += pieces[j][2]
+            j += 1
+        start, j, tokens = _fit(text, pieces, i, start, j, max_tokens, count_tokens)
+        end = pieces[j - 1][1]
+        heading_index = bisect.bisect_right(heading_starts, pieces[i][0]) - 1
+        chunks.append(
+            Chunk(
+                index=len(chunks),
+                text=text[start:end],
+                page_start=page_numbers[bisect.bisect_right(page_starts, start) - 1],
+                page_end=page_numbers[bisect.bisect_right(page_starts, end - 1) - 1],
+                char_start=start,
+                char_end=end,
+                token_count=tokens,
+                heading=headings[heading_index][1] if heading_index >= 0 else None,
+            )
+        )
+        previous, i = (i, j, start), j
+    return chunks
+
+
+def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int]]:
+    """The document text, and the offset where each non-empty page starts with that page's number."""
+    parts: list[str] = []
+    starts: list[int] = []
+    numbers: list[int] = []
+    offset = 0
+    for page in sorted(pages, key=lambda p: p.number):
+        page_text = normalize_text(page.text)
+        if not page_text:
+            continue
+        if parts:
+            parts.append(PAGE_SEPARATOR)
+            offset += len(PAGE_SEPARATOR)
+        starts.append(offset)
+        numbers.append(page.number)
+        parts.append(page_text)
+        offset += len(page_text)
+    return "".join(parts), starts, numbers
+
+
+class _Splitter:
+    """Cuts the document text into pieces of at most max_tokens each, noting headings on the way."""
+
+    def __init__(self, text: str, max_tokens: int, count: TokenCounter) -> None:
+        self.text = text
+        self.max_tokens = max_tokens
+        self.count = count
+        self.pieces: list[_Piece] = []
+        self.headings: list[tuple[int, str]] = []
+
+    def split(self) -> _Splitter:
+        for start, end in _spans(self.text, 0, len(self.text), _LEVELS[0]):
+            paragraph = self.text[start:end]
+            if _is_heading(paragraph):
+                self.headings.append((start, paragraph))
+            self._piece(start, end, 0)
+        return self
+
+    def _piece(self, start: int, end: int, level: int, tokens: int | None = None) -> None:
+        if tokens is None and end - start > self.max_tokens * _SURELY_OVER_CHARS_PER_TOKEN:
+            tokens = self.max_tokens + 1
+        if tokens is None:
+            tokens = self.count(self.text[start:end])
+        if tokens <= self.max_tokens:
+            self.pieces.append((start, end, tokens))
+        elif level + 1 == len(_LEVELS):
+            self._characters(start, end)
+        else:
+            for part in _spans(self.text, start, end, _LEVELS[level + 1]):
+                # A span with nothing to split at this level goes finer without being counted again.
+                self._piece(*part, level + 1, tokens if part == (start, end) else None)
+
+    def _characters(self, start: int, end: int) -> None:
+        """Cut a span with no whitespace into the longest prefixes that fit, by binary search."""
+        text, count, max_tokens = self.text, self.count, self.max_tokens
+        position = start
+        while position < end:
+            low, high = position + 1, min(end, position + max_tokens * _MAX_CHARS_PER_TOKEN)
+            if count(text[position:low]) > max_tokens:
+                raise ValueError(f"one character counts more than max_tokens={max_tokens} tokens")
+            while low < high:
+                middle = (low + high + 1) // 2
+                if count(text[position:middle]) <= max_tokens:
+                    low = middle
+                else:
+                    high = middle - 1
+            self.pieces.append((position, low, count(text[position:low])))
+            position = low
+
+
+def _fit(
+    text: str, pieces: list[_Piece], i: int, start: int, j: int, max_tokens: int, count: TokenCounter
+) -> tuple[int, int, int]:
+    """Shrink a packed chunk until its real token count fits: piece sums can miss tokens at the seams."""
+    while True:
+        tokens = count(text[start : pieces[j - 1][1]])
+        if tokens <= max_tokens:
+            return start, j, tokens
+        if j - 1 > i:
+            j -= 1
+        elif start != pieces[i][0]:
+            start = pieces[i][0]
+        else:  # pragma: no cover - a single piece was counted on its own and fits
+            raise AssertionError("a piece counted within the window no longer fits")
+
+
+def _overlap(
+    text: str, pieces: list[_Piece], i: int, j: int, start: int, overlap_tokens: int, count: TokenCounter
+) -> tuple[int, int] | None:
+    """(start, tokens) of a tail of a chunk, from a word start, of at most `overlap_tokens` tokens.
+
+    The chunk is text[start:end of pieces[j - 1]] holding pieces i..j-1. Whole trailing pieces (sentences)
+    are preferred when they fill at least half the overlap, which costs no counting; otherwise the
+    longest tail that fits is found among the word starts of the piece before them.
+    """
+    end = pieces[j - 1][1]
+    total, k = 0, j - 1
+    while k >= i and total + pieces[k][2] <= overlap_tokens:
+        total += pieces[k][2]
+        k -= 1
+    if k + 1 < j and pieces[k + 1][0] > start and total * 2 >= overlap_tokens:
+        return pieces[k + 1][0], total
+    window = max(start, pieces[k][0]) if k >= i else start
+    # Never the whole chunk: the next one would repeat it.
+    word_starts = [m.start() for m in _WORD_START.finditer(text, window, end) if m.start() > start]
+    low, high = 0, len(word_starts)
+    best: tuple[int, int] | None = None
+    # Tails get shorter as their start moves right, so the first start that fits is found by bisection.
+    while low < high:
+        middle = (low + high) // 2
+        tokens = count(text[word_starts[middle] : end])
+        if tokens <= overlap_tokens:
+            best = (word_starts[middle], tokens)
+            high = middle
+        else:
+            low = middle + 1
+    return best
+
+
+def _spans(text: str, start: int, end: int, separator: re.Pattern[str]) -> list[tuple[int, int]]:
+    """The non-blank stretches of text[start:end] between separators, trimmed of whitespace."""
+    spans: list[tuple[int, int]] = []
+    position = start
+    for match in separator.finditer(text, start, end):
+        spans.append((position, match.start()))
+        position = match.end()
+    spans.append((position, end))
+    trimmed = []
+    for span_start, span_end in spans:
+        piece = text[span_start:span_end]
+        stripped = piece.strip()
+        if stripped:
+            left = span_start + (len(piece) - len(piece.lstrip()))
+            trimmed.append((left, left + len(stripped)))
+    return trimmed
+
+
+def _is_heading(paragraph: str) -> bool:
+    return (
+        len(paragraph) <= _HEADING_MAX_CHARS
+        and "\n" not in paragraph
+        and paragraph[-1] not in _NOT_HEADING_END
+        and (paragraph[0].isupper() or paragraph[0].isdigit())
+        and any(char.isalpha() for char in paragraph)
+        and len(paragraph.split()) <= _HEADING_MAX_WORDS
+        and not _PAGE_FOOTER.match(paragraph)
+    )

@@ -1,0 +1,130 @@
+"""The OCR stage: render the pages without a usable text layer and read them with tesseract."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+
+import pypdfium2 as pdfium
+import pytesseract
+from PIL import Image
+
+from shared.errors import (
+    EncryptedPdfError,
+    InvalidPdfError,
+    OcrFailedError,
+    OcrUnavailableError,
+    ProcessingTimeoutError,
+)
+
+POINTS_PER_INCH = 72
+# A4 at 300 dpi is 8.7 million pixels. Larger pages (posters, hostile MediaBoxes) are rendered at a
+# lower resolution that fits this budget, which bounds the memory of pdfium and tesseract.
+MAX_PAGE_PIXELS = 40_000_000
+# Page segmentation 1: automatic layout with orientation and script detection. It costs about 10% more
+# CPU than mode 3 and reads pages scanned sideways or upside down, which mode 3 turns into noise.
+TESSERACT_PSM = 1
+_LANGUAGES = re.compile(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*")
+
+# PDFium is not thread-safe, not even across documents: every call into it goes through this lock.
+# Tesseract runs outside it, so worker threads still OCR in parallel.
+_PDFIUM_LOCK = threading.Lock()
+
+
+def ocr_pages(
+    path: str, page_numbers: list[int], *, dpi: int, languages: str, timeout_s: int
+) -> dict[int, str]:
+    """The OCR text of the given 1-based pages of the PDF at `path`, keyed by page number.
+
+    Each page is rendered in greyscale at `dpi` (lower for pages too large for the pixel budget) and read
+    by tesseract in `languages` ("eng", "eng+deu"), with `timeout_s` per page. Raises InvalidPdfError
+    when pdfium cannot open or render the file, ProcessingTimeoutError when a page runs out of time,
+    OcrFailedError when tesseract fails. The text is returned as tesseract gives it, stripped.
+    """
+    if dpi <= 0 or timeout_s <= 0:
+        raise ValueError("dpi and timeout_s must be positive")
+    if not _LANGUAGES.fullmatch(languages):
+        raise ValueError(f"tesseract languages look like 'eng' or 'eng+deu', got {languages!r}")
+    # Tesseract's OpenMP threads make it 4-5x slower in CPU on small machines. pytesseract starts it with
+    # this process's environment and takes no per-call one: the worker's entry point sets
+    # OMP_THREAD_LIMIT there (Settings.export_child_environment).
+    texts: dict[int, str] = {}
+    with _PdfiumDocument(path) as document:
+        for number in sorted(set(page_numbers)):
+            image, used_dpi = document.render(number, dpi)
+            texts[number] = _recognise(image, number, dpi=used_dpi, languages=languages, timeout_s=timeout_s)
+    return texts
+
+
+class _PdfiumDocument:
+    """A pdfium document opened, rendered from and closed under the pdfium lock."""
+
+    def __init__(self, path: str) -> None:
+        self._path = path
+        self._document: pdfium.PdfDocument | None = None
+
+    def __enter__(self) -> _PdfiumDocument:
+        with _PDFIUM_LOCK:
+            try:
+                self._document = pdfium.PdfDocument(self._path)
+            except pdfium.PdfiumError as exc:
+                if exc.err_code == pdfium.raw.FPDF_ERR_PASSWORD:
+                    raise EncryptedPdfError() from exc
+                raise InvalidPdfError() from exc
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        with _PDFIUM_LOCK:
+            if self._document is not None:
+                self._document.close()
+                self._document = None
+
+    def render(self, number: int, dpi: int) -> tuple[Image.Image, int]:
+        """Page `number` as a greyscale image, and the dpi it was rendered at."""
+        assert self._document is not None
+        with _PDFIUM_LOCK:
+            if not 1 <= number <= len(self._document):
+                raise ValueError(f"page {number} is not in the document")
+            page = self._document[number - 1]
+            try:
+                width_pt, height_pt = page.get_size()
+                scale = _scale_for(width_pt, height_pt, dpi)
+                bitmap = page.render(scale=scale, grayscale=True)
+                try:
+                    # to_pil shares the bitmap's buffer: copy before pdfium frees it.
+                    image = bitmap.to_pil().convert("L")
+                finally:
+                    bitmap.close()
+            except pdfium.PdfiumError as exc:
+                raise InvalidPdfError(f"Page {number} of the PDF could not be rendered.") from exc
+            finally:
+                page.close()
+        return image, max(1, round(scale * POINTS_PER_INCH))
+
+
+def _scale_for(width_pt: float, height_pt: float, dpi: int) -> float:
+    scale = dpi / POINTS_PER_INCH
+    area_pt = max(width_pt * height_pt, 1.0)
+    if area_pt * scale * scale > MAX_PAGE_PIXELS:
+        scale = math.sqrt(MAX_PAGE_PIXELS / area_pt)
+    return scale
+
+
+def _recognise(image: Image.Image, number: int, *, dpi: int, languages: str, timeout_s: int) -> str:
+    # PPM is written without compression, much faster than pytesseract's PNG default; PPM carries no
+    # resolution, so tesseract is told it explicitly.
+    image.format = "PPM"
+    config = f"--psm {TESSERACT_PSM} --dpi {dpi}"
+    try:
+        text = pytesseract.image_to_string(image, lang=languages, config=config, timeout=timeout_s)
+    except pytesseract.TesseractNotFoundError as exc:
+        raise OcrUnavailableError() from exc
+    except pytesseract.TesseractError as exc:
+        raise OcrFailedError(f"OCR of page {number} failed.") from exc
+    except RuntimeError as exc:
+        # pytesseract kills tesseract at the timeout and raises a bare RuntimeError.
+        if "timeout" in str(exc).lower():
+            raise ProcessingTimeoutError(f"OCR of page {number} took longer than {timeout_s} s.") from exc
+        raise OcrFailedError(f"OCR of page {number} failed.") from exc
+    return str(text).strip()
