@@ -14,7 +14,7 @@ from pathlib import Path
 
 from shared.db import Database, migrate
 from shared.settings import Settings
-from shared.tenants import create_tenant, get_tenant_by_name
+from shared.tenants import create_tenant, get_tenant_by_name, new_api_key
 
 
 def cmd_migrate(settings: Settings) -> int:
@@ -37,18 +37,16 @@ def cmd_tenant(settings: Settings, name: str) -> int:
 
 
 def cmd_demo(settings: Settings) -> int:
-    """The embedded topology's convenience: a demo tenant whose key is kept in data_dir."""
+    """The embedded topology's convenience: a demo tenant whose key is kept in the data dir."""
     migrate(settings.effective_database_url)
     key_file = Path(settings.data_dir) / "demo-api-key"
     db = Database.from_settings(settings)
     with db.transaction() as session:
-        if get_tenant_by_name(session, settings.demo_tenant) is None or not key_file.exists():
-            tenant = get_tenant_by_name(session, settings.demo_tenant)
+        tenant = get_tenant_by_name(session, settings.demo_tenant)
+        if tenant is None or not key_file.exists():
             if tenant is None:
-                tenant, key = create_tenant(session, settings.demo_tenant)
+                _, key = create_tenant(session, settings.demo_tenant)
             else:
-                from shared.tenants import new_api_key
-
                 key = new_api_key(session, tenant)
             key_file.parent.mkdir(parents=True, exist_ok=True)
             key_file.write_text(key + "\n")

@@ -29,8 +29,4 @@ def make_embedder(settings: Settings) -> Embedder:
         from shared.local_embedder import LocalEmbedder
 
         return LocalEmbedder.from_settings(settings)
-    if settings.embedder == "openai":
-        from shared.openai_embedder import OpenAIEmbedder
-
-        return OpenAIEmbedder.from_settings(settings)
-    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (local or openai)")
+    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (only 'local' is available so far)")

@@ -190,3 +190,31 @@ def test_health_and_readiness(client: FlaskClient) -> None:
     assert client.get("/healthz").get_json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200 and ready.get_json()["checks"]["database"] == "ok"
+
+
+class CommitCheckingPublisher(Publisher):
+    """A real publisher that first looks, from another connection, for the job it is publishing."""
+
+    def __init__(self, broker: Any, db: Database) -> None:
+        super().__init__(broker)
+        self.db = db
+        self.seen: list[str | None] = []
+
+    def publish(self, job_id: str, from_stage: str) -> None:
+        with self.db.transaction() as session:
+            job = session.get(Job, job_id)
+            self.seen.append(job.status if job is not None else None)
+        super().publish(job_id, from_stage)
+
+
+def test_the_job_is_committed_before_its_message_can_be_consumed(settings: Settings) -> None:
+    # Given a gateway whose publisher checks the database from a separate connection
+    migrate(settings.effective_database_url)
+    db = Database.from_settings(settings)
+    publisher = CommitCheckingPublisher(make_broker(settings), db)
+    app = create_app(settings, publisher=publisher, db=db)
+    # When a PDF is uploaded
+    response = upload(app.test_client(), tenant_key(app, "acme"), PDF)
+    # Then at the moment of publishing, the job was already committed and visible to others
+    assert response.status_code == 202
+    assert publisher.seen == ["queued"]
