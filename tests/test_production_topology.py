@@ -1,0 +1,199 @@
+"""End to end on the production topology: PostgreSQL, Redis, an S3 server (weed mini), Qdrant local
+mode, and real `dramatiq` worker processes consuming from Redis, laid out as `make worker` does
+(one pool for ingest and OCR, one single-threaded pool that owns the local Qdrant folder)."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from flask import Flask
+from qdrant_client import QdrantClient
+
+from gateway.app import create_app
+from ingest_worker.maintenance import MaintenanceLoop
+from shared.db import Database
+from shared.outbox import Relay
+from shared.queue import Publisher, make_broker
+from shared.settings import Settings
+from shared.tenants import create_tenant
+from tests.conftest import MODEL_CACHE_DIR, ROOT
+from tests.pdfs import text_pdf
+from tests.test_outbox import closed_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.s3]
+
+PAGES = [
+    "Glaciers carve valleys as they slowly flow downhill under their own weight. " * 6,
+    "A compiler translates source code into machine instructions in several passes. " * 6,
+]
+
+
+def env_for(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INGEST_")}
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "OMP_THREAD_LIMIT": "1",
+            "INGEST_DATABASE_URL": settings.database_url,
+            "INGEST_BROKER_URL": settings.broker_url,
+            "INGEST_BROKER_NAMESPACE": settings.broker_namespace,
+            "INGEST_STORAGE_BACKEND": "s3",
+            "INGEST_S3_ENDPOINT_URL": settings.s3_endpoint_url,
+            "INGEST_S3_BUCKET": settings.s3_bucket,
+            "INGEST_S3_ACCESS_KEY_ID": settings.s3_access_key_id,
+            "INGEST_S3_SECRET_ACCESS_KEY": settings.s3_secret_access_key,
+            "INGEST_QDRANT_PATH": settings.qdrant_path,
+            "INGEST_MODEL_CACHE_DIR": settings.model_cache_dir,
+            "INGEST_DATA_DIR": settings.data_dir,
+        }
+    )
+    return env
+
+
+@pytest.fixture
+def prod_settings(
+    tmp_path: Path, pg_server_url: str, pg_db: Database, redis_url: str, broker_namespace: str, s3_server: Any
+) -> Settings:
+    return Settings(
+        data_dir=str(tmp_path / "data"),
+        database_url=pg_server_url,
+        broker_url=redis_url,
+        broker_namespace=broker_namespace,
+        storage_backend="s3",
+        s3_endpoint_url=s3_server.endpoint_url,
+        s3_bucket=s3_server.bucket,
+        s3_access_key_id=s3_server.access_key_id,
+        s3_secret_access_key=s3_server.secret_access_key,
+        qdrant_path=str(tmp_path / "qdrant"),
+        model_cache_dir=MODEL_CACHE_DIR,
+    )
+
+
+@pytest.fixture
+def workers(prod_settings: Settings, tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
+    env = env_for(prod_settings)
+    pools = [
+        ["--processes", "1", "--threads", "2", "-Q", "ingest", "ocr"],
+        ["--processes", "1", "--threads", "1", "-Q", "index"],
+    ]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "dramatiq", "ingest_worker.actors", *pool],
+            env=env,
+            cwd=ROOT,
+            stdout=open(tmp_path / f"worker-{i}.log", "wb"),  # noqa: SIM115
+            stderr=subprocess.STDOUT,
+        )
+        for i, pool in enumerate(pools)
+    ]
+    try:
+        yield procs
+    finally:
+        stop(procs)
+
+
+def stop(procs: list[subprocess.Popen[bytes]]) -> None:
+    for proc in procs:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+    for proc in procs:
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def gateway(settings: Settings) -> Flask:
+    return create_app(settings)
+
+
+def wait_final(client: Any, location: str, key: str, timeout_s: float = 180) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    body: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        body = client.get(location, headers={"Authorization": f"Bearer {key}"}).get_json()
+        if body["status"] in {"completed", "failed", "dead_lettered", "cancelled"}:
+            return body
+        time.sleep(0.25)
+    raise AssertionError(f"job did not finish within {timeout_s}s: {body}")
+
+
+def test_upload_completes_through_worker_processes_on_real_services(
+    prod_settings: Settings, workers: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    app = gateway(prod_settings)
+    client = app.test_client()
+    with app.extensions["ingest"].db.transaction() as session:
+        tenant, key = create_tenant(session, "acme")
+        tenant_id = tenant.id
+    # When a client uploads a PDF to the gateway
+    response = client.post(
+        "/v1/documents",
+        headers={"Authorization": f"Bearer {key}"},
+        data={"file": (io.BytesIO(text_pdf(PAGES)), "two.pdf")},
+    )
+    assert response.status_code == 202
+    # Then the worker processes take it to `completed`
+    job = wait_final(client, response.headers["Location"], key)
+    logs = "".join((tmp_path / f"worker-{i}.log").read_text() for i in range(2))
+    assert job["status"] == "completed", (job, logs[-3000:])
+    assert job["counters"]["pages"] == 2 and job["counters"]["points"] == job["counters"]["chunks"] > 0
+    # And the original is in the S3 bucket under an id-derived key
+    storage = app.extensions["ingest"].storage
+    assert storage.exists(f"documents/{tenant_id}/{job['document_id']}.pdf")
+    # And, once the index pool has let go of the local folder, the points carry the tenant payload
+    stop(workers)
+    client_q = QdrantClient(path=prod_settings.qdrant_path)
+    try:
+        (collection,) = [c.name for c in client_q.get_collections().collections]
+        records, _ = client_q.scroll(collection, limit=100, with_payload=True)
+    finally:
+        client_q.close()
+    assert len(records) == job["counters"]["points"]
+    assert {r.payload["tenant_id"] for r in records} == {tenant_id}  # type: ignore[index]
+    covered = {p for r in records for p in range(r.payload["page_start"], r.payload["page_end"] + 1)}  # type: ignore[index]
+    assert covered == {1, 2}
+
+
+def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
+    prod_settings: Settings, workers: list[subprocess.Popen[bytes]]
+) -> None:
+    # Given a gateway whose broker cannot be reached
+    down = prod_settings.replace(broker_url=f"redis://127.0.0.1:{closed_port()}/0", broker_timeout_s=0.5)
+    app = gateway(down)
+    client = app.test_client()
+    with app.extensions["ingest"].db.transaction() as session:
+        _, key = create_tenant(session, "acme")
+    # When a client uploads, then it still gets 202 at once
+    started = time.monotonic()
+    response = client.post(
+        "/v1/documents",
+        headers={"Authorization": f"Bearer {key}"},
+        data={"file": (io.BytesIO(text_pdf(PAGES[:1])), "one.pdf")},
+    )
+    assert response.status_code == 202 and time.monotonic() - started < 5
+    assert (
+        client.get(response.headers["Location"], headers={"Authorization": f"Bearer {key}"}).get_json()[
+            "status"
+        ]
+        == "queued"
+    )
+    # When the maintenance loop runs against the broker that is up
+    db = Database(prod_settings.database_url)
+    loop = MaintenanceLoop(db, Relay(db.sessions, Publisher(make_broker(prod_settings))), interval_s=0.2)
+    loop.start_thread()
+    try:
+        # Then the job runs to completion
+        assert wait_final(client, response.headers["Location"], key)["status"] == "completed"
+    finally:
+        loop.stop()
