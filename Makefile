@@ -13,13 +13,14 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint format gateway worker index-worker maintenance tenant migrate tesseract model clean help
+.PHONY: run test lint format gateway worker maintenance tenant key admin-key migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
 	@echo "make test     - the whole test suite"
 	@echo "make lint     - ruff and mypy"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
+	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
 $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
@@ -72,6 +73,13 @@ migrate: $(RUNTIME_STAMP)
 tenant: $(RUNTIME_STAMP)
 	@test -n "$(NAME)" || { echo "usage: make tenant NAME=<name>" >&2; exit 2; }
 	@$(PY) -m ingest_worker.cli tenant "$(NAME)"
+
+key: $(RUNTIME_STAMP)
+	@test -n "$(TENANT)" || { echo "usage: make key TENANT=<name>" >&2; exit 2; }
+	@$(PY) -m ingest_worker.cli key "$(TENANT)"
+
+admin-key: $(RUNTIME_STAMP)
+	@$(PY) -m ingest_worker.cli admin-key
 
 # --- Production processes (configure with INGEST_* variables; see README) ----------------------
 

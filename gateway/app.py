@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from flask import Flask
+import http
+from typing import Any
 
-from gateway.api import documents, health, jobs, search
+from flask import Flask
+from flask_smorest import Api
+from flask_smorest.utils import prepare_response
+
+from gateway.api import admin, documents, health, jobs, search
 from gateway.errors import register_error_handlers
+from gateway.schemas import ProblemSchema
 from gateway.services import Services
 from shared.db import Database
 from shared.embeddings import Embedder
@@ -17,6 +23,27 @@ from shared.vectorstore import VectorStore
 
 # Multipart framing around the file: the request may exceed the file limit by this much.
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
+
+PROBLEM_JSON = "application/problem+json"
+BEARER = {"type": "http", "scheme": "bearer", "description": "an API key: Authorization: Bearer <key>"}
+
+
+class IngestApi(Api):  # type: ignore[misc]
+    """flask-smorest's Api, documenting errors as our problem+json."""
+
+    ERROR_SCHEMA = ProblemSchema
+
+    def _register_responses(self) -> None:
+        # flask-smorest documents its error responses as application/json; ours are problem+json.
+        for status in http.HTTPStatus:
+            response: dict[str, Any] = {"description": status.phrase}
+            if not 100 <= status < 200 and status not in (204, 304):
+                response["schema"] = self.ERROR_SCHEMA
+            prepare_response(response, self.spec, PROBLEM_JSON)
+            self.spec.components.response(status.name, response, lazy=True)
+        response = {"description": "Default error response", "schema": self.ERROR_SCHEMA}
+        prepare_response(response, self.spec, PROBLEM_JSON)
+        self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
 
 
 def create_app(
@@ -35,6 +62,19 @@ def create_app(
     # Werkzeug refuses a larger body with 413 before it is read, and stops reading a chunked
     # body at this size; file parts beyond 500 KB are spooled to disk, never held in memory.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES
+    app.config.update(
+        API_TITLE="PDF ingestion service",
+        API_VERSION="v1",
+        OPENAPI_VERSION="3.0.3",
+        OPENAPI_URL_PREFIX="/",
+        OPENAPI_JSON_PATH="openapi.json",
+        OPENAPI_SWAGGER_UI_PATH="docs",
+        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        API_SPEC_OPTIONS={
+            "security": [{"bearer": []}],
+            "components": {"securitySchemes": {"bearer": BEARER}},
+        },
+    )
     app.extensions["ingest"] = Services(
         settings,
         db,
@@ -43,7 +83,8 @@ def create_app(
         vectors=vectors,
         embedder=embedder,
     )
+    api = IngestApi(app)
+    for blueprint in (health.blp, documents.blp, jobs.blp, search.blp, admin.blp):
+        api.register_blueprint(blueprint)
     register_error_handlers(app)
-    for blueprint in (health.bp, documents.bp, jobs.bp, search.bp):
-        app.register_blueprint(blueprint)
     return app

@@ -1,4 +1,4 @@
-"""Bearer API keys → the calling tenant. The tenant always comes from the credential."""
+"""Bearer API keys → the caller. The tenant always comes from the credential, never the request."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any, TypeVar
 from flask import g, request
 
 from gateway.services import services
-from shared.errors import TenantSuspendedError, UnauthorizedError
-from shared.models import TenantStatus
+from shared.errors import ForbiddenError, TenantSuspendedError, UnauthorizedError
+from shared.models import KeyRole, TenantStatus
 from shared.tenants import resolve_key
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -19,33 +19,48 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass(frozen=True)
 class Caller:
-    tenant_id: str
-    tenant_name: str
+    tenant_id: str | None
     role: str
 
 
-def _bearer_key() -> str:
+def _caller() -> Caller:
     header = request.headers.get("Authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise UnauthorizedError()
-    return key.strip()
+    with services().db.transaction() as session:
+        found = resolve_key(session, key.strip())
+        if found is None:
+            raise UnauthorizedError()
+        api_key, tenant = found
+        if tenant is not None and tenant.status != TenantStatus.ACTIVE.value:
+            raise TenantSuspendedError()
+        return Caller(tenant_id=tenant.id if tenant else None, role=api_key.role)
 
 
 def tenant_required(view: F) -> F:
-    """Resolve the API key to an active tenant and put it on `g.caller`."""
+    """Only a tenant's key: the tenant it belongs to is `g.caller.tenant_id`."""
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        key = _bearer_key()
-        with services().db.transaction() as session:
-            found = resolve_key(session, key)
-            if found is None or found[1] is None:
-                raise UnauthorizedError()
-            api_key, tenant = found
-            if tenant.status != TenantStatus.ACTIVE.value:
-                raise TenantSuspendedError()
-            g.caller = Caller(tenant_id=tenant.id, tenant_name=tenant.name, role=api_key.role)
+        caller = _caller()
+        if caller.tenant_id is None:
+            raise ForbiddenError("This call needs a tenant's API key.")
+        g.caller = caller
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def admin_required(view: F) -> F:
+    """Only an admin key."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        caller = _caller()
+        if caller.role != KeyRole.ADMIN.value:
+            raise ForbiddenError("This call needs an admin API key.")
+        g.caller = caller
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
@@ -16,8 +17,12 @@ STATUS_FOR_ERROR: list[tuple[type[errors.IngestError], int]] = [
     (errors.ForbiddenError, 403),
     (errors.TenantSuspendedError, 403),
     (errors.NotFoundError, 404),
+    (errors.StorageQuotaExceededError, 403),
+    (errors.ConflictError, 409),
+    (errors.TooManyActiveJobsError, 429),
     (errors.UploadTooLargeError, 413),
     (errors.NotAPdfError, 415),
+    (errors.UnsupportedMediaTypeError, 415),
     (errors.EmptyFileError, 422),
     (errors.InvalidRequestError, 400),
     (errors.SearchUnavailableError, 503),
@@ -32,20 +37,28 @@ CODE_FOR_HTTP_STATUS = {
     405: "method_not_allowed",
     413: "upload_too_large",
     415: "unsupported_media_type",
+    422: "invalid_request",
 }
 
 
-def problem(status: int, code: str, detail: str, headers: dict[str, str] | None = None) -> Response:
+def problem(
+    status: int,
+    code: str,
+    detail: str,
+    headers: dict[str, str] | None = None,
+    errors: dict[str, Any] | None = None,
+) -> Response:
     """An RFC 9457 problem document with our stable `code`."""
-    response = jsonify(
-        {
-            "type": "about:blank",
-            "title": code.replace("_", " "),
-            "status": status,
-            "code": code,
-            "detail": detail,
-        }
-    )
+    body: dict[str, Any] = {
+        "type": "about:blank",
+        "title": code.replace("_", " "),
+        "status": status,
+        "code": code,
+        "detail": detail,
+    }
+    if errors:
+        body["errors"] = errors
+    response = jsonify(body)
     response.status_code = status
     response.mimetype = "application/problem+json"
     for name, value in (headers or {}).items():
@@ -65,7 +78,7 @@ def register_error_handlers(app: Flask) -> None:
     def _ingest_error(error: errors.IngestError) -> Response:
         status = status_for(error)
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
-        if status == 503 and isinstance(error, errors.TransientError):
+        if status in (429, 503) and isinstance(error, errors.TransientError):
             headers = {"Retry-After": str(int(error.retry_after_s or 5))}
         return problem(status, error.code, error.message, headers)
 
@@ -73,6 +86,13 @@ def register_error_handlers(app: Flask) -> None:
     def _http_error(error: HTTPException) -> Response:
         status = error.code or 500
         code = CODE_FOR_HTTP_STATUS.get(status, "http_error")
+        # webargs puts the field errors of an invalid request in `data["messages"]`.
+        data = getattr(error, "data", None) or {}
+        messages = data.get("messages") if isinstance(data, dict) else None
+        if messages:
+            return problem(
+                status, "invalid_request", "The request's parameters are invalid.", errors=messages
+            )
         return problem(status, code, error.description or error.name)
 
     @app.errorhandler(Exception)

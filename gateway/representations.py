@@ -1,11 +1,11 @@
-"""How jobs look on the wire."""
+"""How jobs, documents, tenants and keys look on the wire."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from shared.models import Job
+from shared.models import ApiKey, Document, Job, Tenant
 
 
 def _time(value: datetime | None) -> str | None:
@@ -35,3 +35,47 @@ def job_body(job: Job) -> dict[str, Any]:
         "started_at": _time(job.started_at),
         "finished_at": _time(job.finished_at),
     }
+
+
+def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
+    return {
+        "document_id": document.id,
+        "filename": document.filename,
+        "sha256": document.sha256,
+        "size_bytes": document.size_bytes,
+        "page_count": document.page_count,
+        "created_at": _time(document.created_at),
+        "deleted": document.deleted_at is not None,
+        "latest_job": job_body(latest_job) if latest_job is not None else None,
+    }
+
+
+def tenant_body(tenant: Tenant, api_key: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "tenant_id": tenant.id,
+        "name": tenant.name,
+        "status": tenant.status,
+        "limits": {
+            "max_active_jobs": tenant.max_active_jobs,
+            "max_upload_mb": tenant.max_upload_mb,
+            "max_pages": tenant.max_pages,
+            "max_storage_mb": tenant.max_storage_mb,
+        },
+        "created_at": _time(tenant.created_at),
+    }
+    if api_key is not None:
+        body["api_key"] = api_key
+    return body
+
+
+def key_body(key: ApiKey, plain: str | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "key_id": key.id,
+        "prefix": key.prefix,
+        "role": key.role,
+        "created_at": _time(key.created_at),
+        "revoked": key.revoked_at is not None,
+    }
+    if plain is not None:
+        body["api_key"] = plain
+    return body

@@ -11,7 +11,7 @@ from typing import Any
 
 import dramatiq
 
-from ingest_worker import steps
+from ingest_worker import deletion, steps
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.runner import StageWork, run_stage
@@ -58,3 +58,4 @@ chunk_text = _stage_actor("chunk", steps.chunk)
 embed_chunks = _stage_actor("embed", steps.embed)
 index_chunks = _stage_actor("index", steps.index)
 finalize_job = _stage_actor("finalize", steps.finalize)
+delete_document = _stage_actor("delete", deletion.delete_document)

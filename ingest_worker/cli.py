@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from shared.db import Database, migrate
+from shared.models import KeyRole
 from shared.settings import Settings
 from shared.tenants import create_tenant, get_tenant_by_name, new_api_key
 
@@ -32,6 +33,30 @@ def cmd_tenant(settings: Settings, name: str) -> int:
             return 1
         tenant, key = create_tenant(session, name)
     print(f"created tenant {name} ({tenant.id}); its API key, shown once:")
+    print(key)
+    return 0
+
+
+def cmd_key(settings: Settings, name: str) -> int:
+    migrate(settings.effective_database_url)
+    db = Database.from_settings(settings)
+    with db.transaction() as session:
+        tenant = get_tenant_by_name(session, name)
+        if tenant is None:
+            print(f"no tenant {name!r}", file=sys.stderr)
+            return 1
+        key = new_api_key(session, tenant)
+    print(f"new API key for tenant {name}, shown once:")
+    print(key)
+    return 0
+
+
+def cmd_admin_key(settings: Settings) -> int:
+    migrate(settings.effective_database_url)
+    db = Database.from_settings(settings)
+    with db.transaction() as session:
+        key = new_api_key(session, None, KeyRole.ADMIN)
+    print("new admin API key, shown once:")
     print(key)
     return 0
 
@@ -63,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("migrate", help="apply database migrations")
     tenant = sub.add_parser("tenant", help="create a tenant and print its API key")
     tenant.add_argument("name")
+    key = sub.add_parser("key", help="create another API key for a tenant")
+    key.add_argument("name")
+    sub.add_parser("admin-key", help="create an admin API key")
     sub.add_parser("demo", help="ensure the demo tenant and print its API key")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
@@ -70,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_migrate(settings)
     if args.command == "tenant":
         return cmd_tenant(settings, args.name)
+    if args.command == "key":
+        return cmd_key(settings, args.name)
+    if args.command == "admin-key":
+        return cmd_admin_key(settings)
     return cmd_demo(settings)
 
 

@@ -18,7 +18,7 @@ from shared.db import Database
 from shared.jobs import ACTIVE, done_stages
 from shared.models import Job, OutboxMessage
 from shared.outbox import Relay
-from shared.queue import STAGES, Publisher, make_broker
+from shared.queue import Publisher, make_broker, stages_of
 from shared.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -70,7 +70,8 @@ def requeue_unfinished(db: Database) -> int:
             if job.id in pending:
                 continue
             done = set(done_stages(session, job.id))
-            next_stage = next((s for s in STAGES if s not in done), STAGES[-1])
+            stages = stages_of(job.kind)
+            next_stage = next((s for s in stages if s not in done), stages[-1])
             outbox.add_message(session, job.id, next_stage)
             count += 1
     return count

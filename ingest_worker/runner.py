@@ -22,7 +22,7 @@ from shared import jobs
 from shared.errors import IngestError, PermanentError, StaleTransitionError
 from shared.jobs import TERMINAL, JobSnapshot
 from shared.models import Job, JobStatus, Tenant, TenantStatus
-from shared.queue import HALT
+from shared.queue import HALT, pipeline_of_stage
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +107,7 @@ def run_stage(
         raise
 
     with res.db.transaction() as session:
-        if stage == "finalize":
+        if stage == pipeline_of_stage(stage)[-1]:
             jobs.finish_stage(session, job_id, stage, **result.fields)
             _complete(session, job_id)
         else:

@@ -28,7 +28,7 @@ from ingest_worker.stages.models import (
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import validate_pdf
-from shared.errors import NoTextError, PointCountMismatchError
+from shared.errors import DocumentDeletedError, NoTextError, PointCountMismatchError
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job, Tenant
 from shared.vectorstore import point_id
@@ -177,6 +177,13 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
     written = store.count(collection, job.tenant_id, job_id=job.id)
     if written != len(chunks):
         raise PointCountMismatchError()
+    with res.db.transaction() as session:
+        document = session.get(Document, job.document_id)
+        deleted = document is None or document.deleted_at is not None
+    if deleted:
+        # The document was deleted while this job indexed it: its points must not outlive it.
+        store.delete(collection, job.tenant_id, job_id=job.id)
+        raise DocumentDeletedError()
     # Only now that this job's points are all written and counted may the older ones go.
     store.delete(collection, job.tenant_id, keep_job_id=job.id, document_id=job.document_id)
     return StageResult(fields={"points": written})

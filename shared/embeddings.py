@@ -29,4 +29,8 @@ def make_embedder(settings: Settings) -> Embedder:
         from shared.local_embedder import LocalEmbedder
 
         return LocalEmbedder.from_settings(settings)
-    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (only 'local' is available so far)")
+    if settings.embedder == "openai":
+        from shared.openai_embedder import OpenAIEmbedder
+
+        return OpenAIEmbedder.from_settings(settings)
+    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")

@@ -78,6 +78,11 @@ class NotAPdfError(PermanentError):
     message = "The file is not a PDF (it does not start with %PDF-)."
 
 
+class UnsupportedMediaTypeError(PermanentError):
+    code = "unsupported_media_type"
+    message = "Send the PDF as multipart/form-data in the field 'file'."
+
+
 class EmptyFileError(PermanentError):
     code = "empty_file"
     message = "The uploaded file is empty."
@@ -86,6 +91,31 @@ class EmptyFileError(PermanentError):
 class TenantSuspendedError(PermanentError):
     code = "tenant_suspended"
     message = "The tenant is suspended."
+
+
+class ConflictError(PermanentError):
+    code = "conflict"
+    message = "The request conflicts with the resource's current state."
+
+
+class IdempotencyKeyReusedError(ConflictError):
+    code = "idempotency_key_reused"
+    message = "This Idempotency-Key was used for a different request."
+
+
+class IdempotencyInProgressError(ConflictError):
+    code = "idempotency_request_in_progress"
+    message = "A request with this Idempotency-Key is still being processed; try again shortly."
+
+
+class TooManyActiveJobsError(TransientError):
+    code = "too_many_active_jobs"
+    message = "The tenant has too many jobs in progress; try again later."
+
+
+class StorageQuotaExceededError(PermanentError):
+    code = "storage_quota_exceeded"
+    message = "The upload would exceed the tenant's storage allowance."
 
 
 class SearchUnavailableError(PermanentError):
@@ -132,6 +162,11 @@ class NoTextError(PermanentError):
     message = "No text could be extracted from the document, even with OCR."
 
 
+class DocumentDeletedError(PermanentError):
+    code = "document_deleted"
+    message = "The document was deleted."
+
+
 class OcrFailedError(TransientError):
     code = "ocr_failed"
     message = "OCR of a page failed."
@@ -147,6 +182,72 @@ class OcrUnavailableError(OcrFailedError):
 class ProcessingTimeoutError(TransientError):
     code = "timeout"
     message = "Processing took longer than its time limit."
+
+
+class NoPagesError(InvalidPdfError):
+    code = "no_pages"
+    message = "The PDF has no pages."
+
+
+class TruncatedPdfError(InvalidPdfError):
+    code = "truncated_pdf"
+    message = "The PDF is incomplete: it stops before its end-of-file marker (was the upload cut short?)."
+
+
+class PageTreeCycleError(InvalidPdfError):
+    code = "page_tree_cycle"
+    message = "The PDF's page tree loops back on itself."
+
+
+class PageCountMismatchError(InvalidPdfError):
+    code = "page_count_mismatch"
+    message = "The page count the PDF declares does not match the pages it holds."
+
+
+class PageTreeTooDeepError(PdfLimitError):
+    code = "page_tree_too_deep"
+    message = "The PDF's page tree is nested deeper than allowed."
+
+
+class TooManyObjectsError(PdfLimitError):
+    code = "too_many_objects"
+    message = "The PDF holds more objects than allowed."
+
+
+class DecompressionBombError(PdfLimitError):
+    code = "decompression_bomb"
+    message = "The PDF's page content decompresses to more data than allowed."
+
+
+class ImageTooLargeError(PdfLimitError):
+    code = "image_too_large"
+    message = "The PDF holds an image with more pixels than allowed."
+
+
+class MemoryLimitError(PdfLimitError):
+    code = "memory_limit_exceeded"
+    message = "Processing the PDF needed more memory than allowed."
+
+
+class ParseTimeoutError(PermanentError):
+    """The parser spent its whole time limit working on the file: the same bytes would hang it again."""
+
+    code = "parse_timeout"
+    message = "Processing the PDF took longer than its time limit."
+
+
+class ParserCrashedError(PermanentError):
+    """The parser process died (a signal other than SIGKILL, or an exit without an answer) on the file."""
+
+    code = "parser_crashed"
+    message = "The PDF made the parser crash."
+
+
+class ParserKilledError(TransientError):
+    """Something outside the service (the kernel's out-of-memory killer, an operator) killed the parser."""
+
+    code = "parser_killed"
+    message = "The parser was stopped from outside; the work will be retried."
 
 
 # --- Dependencies -------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session
 
 from shared.errors import StaleTransitionError
 from shared.models import Job, JobEvent, JobStage, JobStatus, StageStatus, utcnow
-from shared.queue import STAGES
+from shared.queue import STAGES, pipeline_of_stage
 
 S = JobStatus
 
@@ -92,7 +92,8 @@ class JobSnapshot:
 
 def stage_progress(stage: str) -> int:
     """Percent done once `stage` has finished."""
-    return round(100 * (STAGES.index(stage) + 1) / len(STAGES))
+    stages = pipeline_of_stage(stage)
+    return round(100 * (stages.index(stage) + 1) / len(stages))
 
 
 def _check_allowed(expected: Iterable[JobStatus], to: JobStatus) -> list[str]:
@@ -250,4 +251,5 @@ def done_stages(session: Session, job_id: str) -> list[str]:
     rows = session.scalars(
         select(JobStage.stage).where(JobStage.job_id == job_id, JobStage.status == StageStatus.DONE.value)
     ).all()
-    return [s for s in STAGES if s in set(rows)]
+    done = set(rows)
+    return [s for s in (*STAGES, *sorted(done - set(STAGES))) if s in done]

@@ -198,3 +198,18 @@ class OutboxMessage(Base):
     published_at: Mapped[datetime | None] = mapped_column(DateTime)
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     last_error: Mapped[str | None] = mapped_column(String(64))
+
+
+class IdempotencyRecord(Base):
+    """The first answer to a request sent with an Idempotency-Key, replayed for its repeats."""
+
+    __tablename__ = "idempotency_keys"
+
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    # SHA-256 over what the request carried (files' digests and form fields).
+    fingerprint: Mapped[str] = mapped_column(String(64))
+    response_status: Mapped[int | None] = mapped_column(Integer)
+    response_body: Mapped[dict[str, Any] | None] = mapped_column(JSON)
+    response_location: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

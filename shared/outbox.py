@@ -53,6 +53,19 @@ class Relay:
             return 0
         return sum(self._publish_one(row_id) for row_id in ids)
 
+    def publish_for_jobs(self, job_ids: Iterable[str]) -> int:
+        """Fast path for the rows of jobs just committed."""
+        job_ids = list(job_ids)
+        if not job_ids:
+            return 0
+        with transaction(self.sessions) as session:
+            ids = session.scalars(
+                select(OutboxMessage.id).where(
+                    OutboxMessage.job_id.in_(job_ids), OutboxMessage.published_at.is_(None)
+                )
+            ).all()
+        return self.publish(ids)
+
     def publish_pending(self, limit: int = 100) -> int:
         """Sweep: publish rows that are due. Returns how many were published."""
         with transaction(self.sessions) as session:

@@ -21,6 +21,9 @@ from shared.settings import Settings
 logger = logging.getLogger(__name__)
 
 STAGES: tuple[str, ...] = ("validate", "extract", "ocr", "chunk", "embed", "index", "finalize")
+DELETE_STAGES: tuple[str, ...] = ("delete",)
+# The stages each kind of job runs, in order.
+PIPELINES: dict[str, tuple[str, ...]] = {"ingest": STAGES, "delete": DELETE_STAGES}
 
 QUEUE_INGEST = "ingest"
 QUEUE_OCR = "ocr"
@@ -38,10 +41,15 @@ ACTOR_FOR_STAGE: dict[str, str] = {
     "embed": "embed_chunks",
     "index": "index_chunks",
     "finalize": "finalize_job",
+    "delete": "delete_document",
 }
 QUEUE_FOR_STAGE: dict[str, str] = {
-    stage: QUEUE_OCR if stage == "ocr" else QUEUE_INDEX if stage in ("index", "finalize") else QUEUE_INGEST
-    for stage in STAGES
+    stage: QUEUE_OCR
+    if stage == "ocr"
+    else QUEUE_INDEX
+    if stage in ("index", "finalize", "delete")
+    else QUEUE_INGEST
+    for stage in ACTOR_FOR_STAGE
 }
 # The value a stage actor returns to stop the rest of the pipeline (job final or cancelled).
 HALT = "halt"
@@ -58,9 +66,24 @@ def stage_message(job_id: str, stage: str) -> dramatiq.Message[Any]:
     )
 
 
+def stages_of(kind: str) -> tuple[str, ...]:
+    """The stages a job of this kind runs (reindex jobs run the ingest stages)."""
+    return PIPELINES.get(kind, STAGES)
+
+
+def first_stage(kind: str) -> str:
+    return stages_of(kind)[0]
+
+
+def pipeline_of_stage(stage: str) -> tuple[str, ...]:
+    """The pipeline that `stage` belongs to."""
+    return next(p for p in PIPELINES.values() if stage in p)
+
+
 def job_pipeline(job_id: str, from_stage: str, broker: Broker) -> dramatiq.pipeline:
     """The pipeline of the job's remaining stages, starting at `from_stage`."""
-    remaining = STAGES[STAGES.index(from_stage) :]
+    stages = pipeline_of_stage(from_stage)
+    remaining = stages[stages.index(from_stage) :]
     return dramatiq.pipeline([stage_message(job_id, s) for s in remaining], broker=broker)
 
 

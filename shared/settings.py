@@ -56,10 +56,21 @@ class Settings:
     openai_base_url: str = ""
     openai_model: str = "text-embedding-3-small"
     openai_dimensions: int = 0
+    # The model's window in tokens; 0 takes the known window of an OpenAI model (required for others).
+    openai_max_tokens: int = 0
+    # Per-request limits: OpenAI allows 2048 inputs and 300k tokens; compatible servers may allow less.
+    openai_max_inputs_per_request: int = 2048
+    openai_max_tokens_per_request: int = 300_000
+    openai_timeout_s: float = 60.0
 
-    # Uploads and documents.
+    # Uploads, documents and quotas (defaults; each tenant may have its own).
     max_upload_mb: int = 100
     max_pages: int = 2000
+    max_files_per_request: int = 20
+    max_active_jobs: int = 100
+    # 0 means no storage allowance.
+    max_storage_mb: int = 0
+    quota_retry_after_s: int = 10
 
     # Processing.
     chunk_max_tokens: int = 256
@@ -71,6 +82,10 @@ class Settings:
     ocr_threads: int = 1
     ocr_min_chars_per_page: int = 20
     stage_time_limit_s: int = 600
+    # Limits of the child process that parses or renders a PDF (validate, extract; OCR gets
+    # parse_timeout_s plus ocr_timeout_s per page). Past them the child is killed, not the worker.
+    parse_timeout_s: int = 120
+    parse_memory_mb: int = 1536
 
     # Processes.
     host: str = "127.0.0.1"

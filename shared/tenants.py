@@ -17,20 +17,27 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def new_api_key(session: Session, tenant: Tenant | None, role: KeyRole = KeyRole.TENANT) -> str:
-    """Create a key for `tenant` and return its plain text (shown once, never stored)."""
+def issue_api_key(
+    session: Session, tenant: Tenant | None, role: KeyRole = KeyRole.TENANT
+) -> tuple[ApiKey, str]:
+    """Create a key (for `tenant`, or an admin key without one); returns the row and the plain
+    text, which is shown once and never stored."""
     visible = secrets.token_hex(4)
     key = f"{KEY_PREFIX}{visible}_{secrets.token_urlsafe(24)}"
-    session.add(
-        ApiKey(
-            tenant_id=tenant.id if tenant else None,
-            prefix=f"{KEY_PREFIX}{visible}",
-            key_hash=hash_key(key),
-            role=role.value,
-        )
+    row = ApiKey(
+        tenant_id=tenant.id if tenant else None,
+        prefix=f"{KEY_PREFIX}{visible}",
+        key_hash=hash_key(key),
+        role=role.value,
     )
+    session.add(row)
     session.flush()
-    return key
+    return row, key
+
+
+def new_api_key(session: Session, tenant: Tenant | None, role: KeyRole = KeyRole.TENANT) -> str:
+    """Create a key and return its plain text."""
+    return issue_api_key(session, tenant, role)[1]
 
 
 def create_tenant(session: Session, name: str) -> tuple[Tenant, str]:

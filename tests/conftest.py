@@ -12,6 +12,7 @@ import secrets
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -122,3 +123,42 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
     with running_s3_server(tmp_path_factory.mktemp("weed")) as info:
         yield info
+
+
+# --- The gateway on the embedded defaults, with the in-process broker and no worker -----------
+
+
+@pytest.fixture
+def app(settings: Settings) -> Any:
+    """A gateway whose jobs stay queued (no worker consumes them)."""
+    from gateway.app import create_app
+    from shared.queue import Publisher, make_broker
+
+    settings = settings.replace(max_upload_mb=1)
+    migrate(settings.effective_database_url)
+    return create_app(settings, publisher=Publisher(make_broker(settings)))
+
+
+@pytest.fixture
+def client(app: Any) -> Any:
+    return app.test_client()
+
+
+def tenant_key(app: Any, name: str) -> str:
+    """Create a tenant and return its API key."""
+    from shared.tenants import create_tenant
+
+    with app.extensions["ingest"].db.transaction() as session:
+        return create_tenant(session, name)[1]
+
+
+def admin_key(app: Any) -> str:
+    from shared.models import KeyRole
+    from shared.tenants import new_api_key
+
+    with app.extensions["ingest"].db.transaction() as session:
+        return new_api_key(session, None, KeyRole.ADMIN)
+
+
+def auth(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}

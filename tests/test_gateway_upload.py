@@ -15,31 +15,10 @@ from shared.db import Database, migrate
 from shared.models import Document, Job, OutboxMessage
 from shared.queue import QUEUE_INGEST, Publisher, make_broker
 from shared.settings import Settings
-from shared.tenants import create_tenant
+from tests.conftest import auth, tenant_key
 from tests.pdfs import text_pdf
 
 PDF = text_pdf(["Hello gateway."])
-
-
-@pytest.fixture
-def app(settings: Settings) -> Flask:
-    settings = settings.replace(max_upload_mb=1)
-    migrate(settings.effective_database_url)
-    return create_app(settings, publisher=Publisher(make_broker(settings)))
-
-
-@pytest.fixture
-def client(app: Flask) -> FlaskClient:
-    return app.test_client()
-
-
-def tenant_key(app: Flask, name: str) -> str:
-    with app.extensions["ingest"].db.transaction() as session:
-        return create_tenant(session, name)[1]
-
-
-def auth(key: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {key}"}
 
 
 def upload(client: FlaskClient, key: str, data: bytes, **form: Any) -> Any:
@@ -218,3 +197,27 @@ def test_the_job_is_committed_before_its_message_can_be_consumed(settings: Setti
     # Then at the moment of publishing, the job was already committed and visible to others
     assert response.status_code == 202
     assert publisher.seen == ["queued"]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "code"),
+    [
+        (
+            b'--x\r\nContent-Disposition: form-data; name="file"\r\n\r\n%PDF',
+            "multipart/form-data; boundary=x",
+            400,
+            "missing_file",
+        ),
+        (b"garbage without any boundary", "multipart/form-data", 400, "missing_file"),
+        (b'{"file": "%PDF-1.7"}', "application/json", 415, "unsupported_media_type"),
+        (b"%PDF-1.7 raw body", "application/pdf", 415, "unsupported_media_type"),
+    ],
+)
+def test_malformed_or_wrongly_typed_bodies_get_a_4xx_with_a_code(
+    app: Flask, client: FlaskClient, body: bytes, content_type: str, status: int, code: str
+) -> None:
+    response = client.post(
+        "/v1/documents", headers=auth(tenant_key(app, "acme")), data=body, content_type=content_type
+    )
+    assert response.status_code == status and response.get_json()["code"] == code
+    assert response.mimetype == "application/problem+json"

@@ -1,49 +1,40 @@
-"""POST /v1/documents: stream an upload into storage and queue its ingest job, answering 202."""
+"""Documents: upload (202 with a job at once), list, read and delete the caller's documents."""
 
 from __future__ import annotations
 
-import hashlib
-from typing import IO, Any
+from typing import Any
 from urllib.parse import urlsplit
 
-from flask import Blueprint, g, jsonify, request, url_for
+from flask import g, request, url_for
+from flask_smorest import Blueprint
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 
+from gateway import uploads
 from gateway.auth import tenant_required
-from gateway.representations import job_body
+from gateway.pagination import next_cursor, page
+from gateway.representations import document_body, job_body
+from gateway.schemas import (
+    DocumentListSchema,
+    DocumentSchema,
+    IdempotencyHeaderSchema,
+    JobSchema,
+    ListArgsSchema,
+    UploadFormSchema,
+    UploadQuerySchema,
+    UploadResponseSchema,
+)
 from gateway.services import services
-from shared import jobs, outbox
-from shared.errors import EmptyFileError, InvalidRequestError, NotAPdfError, UploadTooLargeError
-from shared.models import Document, Job, JobKind, Tenant, new_id
-from shared.queue import STAGES
+from shared import idempotency, operations
+from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
+from shared.idempotency import StoredResponse
+from shared.models import Document, Job, Tenant
 
-bp = Blueprint("documents", __name__)
+blp = Blueprint("documents", __name__, description="Upload and manage PDF documents")
 
-READ_BYTES = 1024 * 1024
-PDF_MAGIC = b"%PDF-"
-# A PDF's header may be preceded by a little junk; readers accept it within the first 1 KiB.
-MAGIC_WINDOW = 1024
-
-
-def _measure(stream: IO[bytes], limit: int) -> tuple[str, int]:
-    """SHA-256 and size of the uploaded file, checking the magic and the size limit as it reads."""
-    digest = hashlib.sha256()
-    size = 0
-    head = b""
-    while chunk := stream.read(READ_BYTES):
-        if len(head) < MAGIC_WINDOW:
-            head += chunk[: MAGIC_WINDOW - len(head)]
-        size += len(chunk)
-        if size > limit:
-            raise UploadTooLargeError()
-        digest.update(chunk)
-    if size == 0:
-        raise EmptyFileError()
-    if PDF_MAGIC not in head:
-        raise NotAPdfError()
-    stream.seek(0)
-    return digest.hexdigest(), size
+UPLOAD_BODY = {
+    "required": True,
+    "content": {"multipart/form-data": {"schema": UploadFormSchema}},
+}
 
 
 def _callback_url() -> str | None:
@@ -51,91 +42,149 @@ def _callback_url() -> str | None:
     if raw is None:
         return None
     parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname or len(raw) > 2000:
         raise InvalidRequestError(
             "callback_url must be an absolute http(s) URL.", code="invalid_callback_url"
         )
     return raw
 
 
-@bp.post("/v1/documents")
-@tenant_required
-def upload_document() -> Any:
-    svc = services()
-    upload = request.files.get("file")
-    if upload is None or (not upload.filename and not upload.stream):
+def _file_parts() -> list[Any]:
+    if not (request.mimetype or "").startswith("multipart/form-data"):
+        raise UnsupportedMediaTypeError()
+    parts = [f for name in ("file", "files") for f in request.files.getlist(name)]
+    if not parts:
         raise InvalidRequestError("Send the PDF as the multipart field 'file'.", code="missing_file")
-    callback_url = _callback_url()
+    limit = services().settings.max_files_per_request
+    if len(parts) > limit:
+        raise InvalidRequestError(f"At most {limit} files per request.", code="too_many_files")
+    return parts
+
+
+def _answer(files: list[uploads.IncomingFile]) -> StoredResponse:
+    results = []
+    for item in files:
+        entry: dict[str, Any] = {"filename": item.filename, "duplicate": item.duplicate}
+        if item.error is not None:
+            entry["error"] = {"code": item.error.code, "message": item.error.message}
+        else:
+            job = item.job or {}
+            entry.update(
+                job_id=job.get("job_id"),
+                document_id=item.document_id,
+                status=job.get("status"),
+                location=url_for("jobs.get_job", job_id=job["job_id"]) if job else None,
+            )
+        results.append(entry)
+    if len(files) == 1:
+        item = files[0]
+        if item.error is not None:
+            raise item.error
+        body = {
+            **(item.job or {"document_id": item.document_id}),
+            "duplicate": item.duplicate,
+            "results": results,
+        }
+        status = 202 if item.new_job else 200
+        return StoredResponse(status, body, results[0].get("location"))
+    if all(f.error is not None for f in files):
+        raise InvalidRequestError("None of the files could be accepted.", code="no_acceptable_files")
+    status = 202 if any(f.new_job for f in files) else 200
+    return StoredResponse(status, {"results": results}, None)
+
+
+@blp.route("/v1/documents", methods=["POST"])
+@tenant_required
+@blp.arguments(UploadQuerySchema, location="query", as_kwargs=True)
+@blp.arguments(IdempotencyHeaderSchema, location="headers", as_kwargs=True)
+@blp.doc(requestBody=UPLOAD_BODY)
+@blp.response(202, UploadResponseSchema)
+@blp.alt_response(200, schema=UploadResponseSchema, description="Every file was already there")
+def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
+    """Upload one or several PDFs; each gets a queued ingest job at once."""
+    svc = services()
     tenant_id = g.caller.tenant_id
+    parts = _file_parts()
+    callback_url = _callback_url()
     with svc.db.transaction() as session:
         tenant = session.get(Tenant, tenant_id)
         limit_mb = (tenant.max_upload_mb if tenant else None) or svc.settings.max_upload_mb
-    sha256, size = _measure(upload.stream, limit_mb * 1024 * 1024)
-
-    existing = _live_document(tenant_id, sha256)
-    if existing is not None:
-        return _duplicate_response(*existing)
-
-    document_id = new_id()
-    object_key = f"documents/{tenant_id}/{document_id}.pdf"
-    svc.storage.put_file(object_key, upload.stream)
+    files = uploads.inspect(parts, limit_mb * 1024 * 1024)
+    if idempotency_key:
+        stored = idempotency.claim(
+            svc.db.sessions, tenant_id, idempotency_key, uploads.fingerprint(files, callback_url, force)
+        )
+        if stored is not None:
+            return _replay(stored)
     try:
-        with svc.db.transaction() as session:
-            session.add(
-                Document(
-                    id=document_id,
-                    tenant_id=tenant_id,
-                    filename=(upload.filename or "upload.pdf")[:255],
-                    sha256=sha256,
-                    size_bytes=size,
-                    object_key=object_key,
-                )
-            )
-            job = Job(
-                tenant_id=tenant_id,
-                document_id=document_id,
-                kind=JobKind.INGEST.value,
-                callback_url=callback_url,
-            )
-            session.add(job)
-            jobs.record_created(session, job)
-            message = outbox.add_message(session, job.id, STAGES[0])
-            body = job_body(job)
-    except IntegrityError:
-        # The same bytes were uploaded concurrently and the other request won.
-        svc.storage.delete(object_key)
-        existing = _live_document(tenant_id, sha256)
-        if existing is None:
-            raise
-        return _duplicate_response(*existing)
-    svc.relay.publish([message.id])
-    response = jsonify(body)
-    response.status_code = 202
-    response.headers["Location"] = url_for("jobs.get_job", job_id=body["job_id"])
-    return response
+        uploads.accept(svc, tenant_id, files, callback_url=callback_url, force=force)
+        answer = _answer(files)
+    except BaseException:
+        if idempotency_key:
+            idempotency.release(svc.db.sessions, tenant_id, idempotency_key)
+        raise
+    if idempotency_key:
+        idempotency.complete(svc.db.sessions, tenant_id, idempotency_key, answer)
+    return _replay(answer)
 
 
-def _live_document(tenant_id: str, sha256: str) -> tuple[Document, Job | None] | None:
+def _replay(stored: StoredResponse) -> Any:
+    headers = {"Location": stored.location} if stored.location else {}
+    return stored.body, stored.status, headers
+
+
+@blp.route("/v1/documents", methods=["GET"])
+@tenant_required
+@blp.arguments(ListArgsSchema, location="query", as_kwargs=True)
+@blp.response(200, DocumentListSchema)
+def list_documents(limit: int, cursor: str | None = None) -> Any:
+    """The caller's live documents, newest first."""
     with services().db.transaction() as session:
-        document = session.scalars(
-            select(Document).where(
-                Document.tenant_id == tenant_id, Document.sha256 == sha256, Document.deleted_at.is_(None)
-            )
-        ).first()
-        if document is None:
-            return None
-        job = session.scalars(
-            select(Job).where(Job.document_id == document.id).order_by(Job.created_at.desc())
-        ).first()
-        return document, job
+        stmt = select(Document).where(Document.tenant_id == g.caller.tenant_id, Document.deleted_at.is_(None))
+        rows = list(session.scalars(page(stmt, Document, cursor=cursor, limit=limit)))
+        items = [document_body(d, _latest_job(session, d.id)) for d in rows[:limit]]
+        return {"items": items, "next_cursor": next_cursor(rows, limit)}
 
 
-def _duplicate_response(document: Document, job: Job | None) -> Any:
-    """The same bytes again: the existing document and its latest job, no new work."""
-    body: dict[str, Any] = job_body(job) if job is not None else {"document_id": document.id}
-    body["duplicate"] = True
-    response = jsonify(body)
-    response.status_code = 200
-    if job is not None:
-        response.headers["Location"] = url_for("jobs.get_job", job_id=job.id)
-    return response
+def _latest_job(session: Any, document_id: str) -> Job | None:
+    return session.scalars(  # type: ignore[no-any-return]
+        select(Job).where(Job.document_id == document_id).order_by(Job.created_at.desc())
+    ).first()
+
+
+def _own_document(session: Any, document_id: str) -> Document:
+    document = session.scalars(
+        select(Document).where(Document.id == document_id, Document.tenant_id == g.caller.tenant_id)
+    ).first()
+    if document is None:
+        raise NotFoundError("No such document.")
+    return document  # type: ignore[no-any-return]
+
+
+@blp.route("/v1/documents/<document_id>", methods=["GET"])
+@tenant_required
+@blp.response(200, DocumentSchema)
+def get_document(document_id: str) -> Any:
+    """One of the caller's documents, with its latest job."""
+    with services().db.transaction() as session:
+        document = _own_document(session, document_id)
+        return document_body(document, _latest_job(session, document.id))
+
+
+@blp.route("/v1/documents/<document_id>", methods=["DELETE"])
+@tenant_required
+@blp.response(202, JobSchema)
+def delete_document(document_id: str) -> Any:
+    """Delete a document: at once it is gone from lists, and a job removes its bytes and points."""
+    svc = services()
+    with svc.db.transaction() as session:
+        document = _own_document(session, document_id)
+        try:
+            job = operations.delete_document(session, document)
+        except IngestError as exc:
+            if exc.code == "document_deleted":
+                raise NotFoundError("No such document.") from None
+            raise
+        body = job_body(job)
+    svc.relay.publish_for_jobs([body["job_id"]])
+    return body, 202, {"Location": url_for("jobs.get_job", job_id=body["job_id"])}

@@ -4,21 +4,28 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, jsonify
+from flask_smorest import Blueprint
 from sqlalchemy import text
 
+from gateway.schemas import HealthSchema, ReadinessSchema
 from gateway.services import services
 from shared.errors import IngestError
 
-bp = Blueprint("health", __name__)
+blp = Blueprint("health", __name__, description="Health of the gateway")
 
 
-@bp.get("/healthz")
+@blp.route("/healthz", methods=["GET"])
+@blp.doc(security=[])
+@blp.response(200, HealthSchema)
 def healthz() -> Any:
-    return jsonify({"status": "ok"})
+    """200 while the process runs."""
+    return {"status": "ok"}
 
 
-@bp.get("/readyz")
+@blp.route("/readyz", methods=["GET"])
+@blp.doc(security=[])
+@blp.response(200, ReadinessSchema)
+@blp.alt_response(503, schema=ReadinessSchema, description="Uploads cannot be accepted")
 def readyz() -> Any:
     """503 only when uploads cannot be accepted (database or storage down); a broker outage is
     'degraded', since the outbox keeps the work until the broker is back."""
@@ -42,6 +49,4 @@ def readyz() -> Any:
         checks["broker"] = "down"
     ready = checks["database"] == "ok" and checks["storage"] == "ok"
     status = "ready" if ready and checks["broker"] == "ok" else "degraded" if ready else "unavailable"
-    response = jsonify({"status": status, "checks": checks})
-    response.status_code = 200 if ready else 503
-    return response
+    return {"status": status, "checks": checks}, 200 if ready else 503

@@ -1,55 +1,43 @@
-"""GET /v1/search: semantic search over the caller's own chunks (the tenant filter is enforced in
-the vector store adapter)."""
+"""Semantic search over the caller's own chunks (the tenant filter is enforced in the vector store)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, g, jsonify, request
+from flask import g
+from flask_smorest import Blueprint
 
 from gateway.auth import tenant_required
+from gateway.schemas import SearchArgsSchema, SearchResponseSchema
 from gateway.services import services
-from shared.errors import InvalidRequestError
 
-bp = Blueprint("search", __name__)
-
-MAX_TOP_K = 100
+blp = Blueprint("search", __name__, description="Search the tenant's documents")
 
 
-@bp.get("/v1/search")
+@blp.route("/v1/search", methods=["GET"])
 @tenant_required
-def search() -> Any:
-    query = (request.args.get("q") or "").strip()
-    if not query:
-        raise InvalidRequestError("Give a query as ?q=...", code="missing_query")
-    try:
-        top_k = int(request.args.get("top_k", "5"))
-    except ValueError:
-        raise InvalidRequestError("top_k must be an integer.", code="invalid_top_k") from None
-    if not 1 <= top_k <= MAX_TOP_K:
-        raise InvalidRequestError(f"top_k must be between 1 and {MAX_TOP_K}.", code="invalid_top_k")
-    filters = {}
-    if document_id := request.args.get("document_id"):
-        filters["document_id"] = document_id
+@blp.arguments(SearchArgsSchema, location="query", as_kwargs=True)
+@blp.response(200, SearchResponseSchema)
+def search(q: str, top_k: int, document_id: str | None = None) -> Any:
+    """The chunks closest in meaning to `q`, best first, with their pages and documents."""
     svc = services()
     store = svc.vectors
     embedder = svc.embedder
-    vector = embedder.embed([query])[0]
+    filters = {"document_id": document_id} if document_id else {}
+    vector = embedder.embed([q])[0]
     collection = store.collection(embedder.model_name, embedder.dimension)
     hits = store.search(collection, g.caller.tenant_id, vector, top_k=top_k, **filters)
-    return jsonify(
-        {
-            "query": query,
-            "results": [
-                {
-                    "score": hit.score,
-                    "document_id": hit.payload.get("document_id"),
-                    "page_start": hit.payload.get("page_start"),
-                    "page_end": hit.payload.get("page_end"),
-                    "chunk_index": hit.payload.get("chunk_index"),
-                    "text": hit.payload.get("text"),
-                }
-                for hit in hits
-            ],
-        }
-    )
+    return {
+        "query": q,
+        "results": [
+            {
+                "score": hit.score,
+                "document_id": hit.payload.get("document_id"),
+                "page_start": hit.payload.get("page_start"),
+                "page_end": hit.payload.get("page_end"),
+                "chunk_index": hit.payload.get("chunk_index"),
+                "text": hit.payload.get("text"),
+            }
+            for hit in hits
+        ],
+    }

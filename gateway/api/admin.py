@@ -1,0 +1,141 @@
+"""Administration (admin keys only): tenants, their limits and status, and API keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask_smorest import Blueprint
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from gateway.auth import admin_required
+from gateway.representations import key_body, tenant_body
+from gateway.schemas import (
+    ApiKeyListSchema,
+    ApiKeySchema,
+    LimitsSchema,
+    TenantCreateSchema,
+    TenantListSchema,
+    TenantSchema,
+)
+from gateway.services import services
+from shared.errors import ConflictError, NotFoundError
+from shared.models import ApiKey, Tenant, TenantStatus, utcnow
+from shared.tenants import create_tenant, issue_api_key
+
+blp = Blueprint("admin", __name__, description="Tenants and API keys (admin keys only)")
+
+
+def _tenant(session: Any, tenant_id: str) -> Tenant:
+    tenant = session.get(Tenant, tenant_id)
+    if tenant is None:
+        raise NotFoundError("No such tenant.")
+    return tenant  # type: ignore[no-any-return]
+
+
+@blp.route("/v1/admin/tenants", methods=["POST"])
+@admin_required
+@blp.arguments(TenantCreateSchema)
+@blp.response(201, TenantSchema)
+def create(args: dict[str, Any]) -> Any:
+    """Create a tenant with its first API key (shown once)."""
+    try:
+        with services().db.transaction() as session:
+            tenant, key = create_tenant(session, args.pop("name"))
+            for name, value in args.items():
+                setattr(tenant, name, value)
+            return tenant_body(tenant, key)
+    except IntegrityError:
+        raise ConflictError("A tenant with that name exists.", code="tenant_exists") from None
+
+
+@blp.route("/v1/admin/tenants", methods=["GET"])
+@admin_required
+@blp.response(200, TenantListSchema)
+def list_tenants() -> Any:
+    """Every tenant."""
+    with services().db.transaction() as session:
+        return {"items": [tenant_body(t) for t in session.scalars(select(Tenant).order_by(Tenant.name))]}
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>", methods=["GET"])
+@admin_required
+@blp.response(200, TenantSchema)
+def get_tenant(tenant_id: str) -> Any:
+    """One tenant."""
+    with services().db.transaction() as session:
+        return tenant_body(_tenant(session, tenant_id))
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/limits", methods=["PATCH"])
+@admin_required
+@blp.arguments(LimitsSchema)
+@blp.response(200, TenantSchema)
+def set_limits(args: dict[str, Any], tenant_id: str) -> Any:
+    """Set some of a tenant's limits (null: back to the service default)."""
+    with services().db.transaction() as session:
+        tenant = _tenant(session, tenant_id)
+        for name, value in args.items():
+            setattr(tenant, name, value)
+        return tenant_body(tenant)
+
+
+def _set_status(tenant_id: str, status: TenantStatus) -> Any:
+    with services().db.transaction() as session:
+        tenant = _tenant(session, tenant_id)
+        tenant.status = status.value
+        return tenant_body(tenant)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/suspend", methods=["POST"])
+@admin_required
+@blp.response(200, TenantSchema)
+def suspend(tenant_id: str) -> Any:
+    """Suspend a tenant: its keys stop working and its running jobs stop at the next stage."""
+    return _set_status(tenant_id, TenantStatus.SUSPENDED)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/resume", methods=["POST"])
+@admin_required
+@blp.response(200, TenantSchema)
+def resume(tenant_id: str) -> Any:
+    """Resume a suspended tenant."""
+    return _set_status(tenant_id, TenantStatus.ACTIVE)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/keys", methods=["POST"])
+@admin_required
+@blp.response(201, ApiKeySchema)
+def create_key(tenant_id: str) -> Any:
+    """A new API key for the tenant (shown once)."""
+    with services().db.transaction() as session:
+        tenant = _tenant(session, tenant_id)
+        key, plain = issue_api_key(session, tenant)
+        return key_body(key, plain)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/keys", methods=["GET"])
+@admin_required
+@blp.response(200, ApiKeyListSchema)
+def list_keys(tenant_id: str) -> Any:
+    """The tenant's keys (prefixes only)."""
+    with services().db.transaction() as session:
+        _tenant(session, tenant_id)
+        keys = session.scalars(
+            select(ApiKey).where(ApiKey.tenant_id == tenant_id).order_by(ApiKey.created_at)
+        )
+        return {"items": [key_body(k) for k in keys]}
+
+
+@blp.route("/v1/admin/keys/<key_id>/revoke", methods=["POST"])
+@admin_required
+@blp.response(200, ApiKeySchema)
+def revoke_key(key_id: str) -> Any:
+    """Revoke a key: it stops working at once."""
+    with services().db.transaction() as session:
+        key = session.get(ApiKey, key_id)
+        if key is None:
+            raise NotFoundError("No such key.")
+        if key.revoked_at is None:
+            key.revoked_at = utcnow()
+        return key_body(key)

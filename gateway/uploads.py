@@ -1,0 +1,190 @@
+"""Accepting uploaded files: measure and check each, store the new ones, create their jobs at once.
+
+Each file is read once to hash and check it (Werkzeug has already spooled large parts to disk),
+then streamed into object storage. Documents, jobs and outbox rows for the whole request commit in
+one transaction that also holds the tenant's quota check, and the outbox is published after it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import IO, Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from werkzeug.datastructures import FileStorage
+
+from gateway.representations import job_body
+from gateway.services import Services
+from shared import operations
+from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
+from shared.models import Document, Job, new_id
+
+READ_BYTES = 1024 * 1024
+PDF_MAGIC = b"%PDF-"
+# Readers accept a PDF header preceded by a little junk, within the first 1 KiB.
+MAGIC_WINDOW = 1024
+
+
+@dataclass
+class IncomingFile:
+    upload: FileStorage
+    filename: str
+    sha256: str = ""
+    size: int = 0
+    error: IngestError | None = None
+    # Filled in while accepting.
+    document_id: str | None = None
+    job: dict[str, Any] | None = None
+    duplicate: bool = False
+    new_job: bool = False
+    object_key: str | None = field(default=None, repr=False)
+
+
+def measure(stream: IO[bytes], limit_bytes: int) -> tuple[str, int]:
+    """SHA-256 and size of a stream, checking the magic and the size limit as it reads."""
+    digest = hashlib.sha256()
+    size = 0
+    head = b""
+    while chunk := stream.read(READ_BYTES):
+        if len(head) < MAGIC_WINDOW:
+            head += chunk[: MAGIC_WINDOW - len(head)]
+        size += len(chunk)
+        if size > limit_bytes:
+            raise UploadTooLargeError()
+        digest.update(chunk)
+    if size == 0:
+        raise EmptyFileError()
+    if PDF_MAGIC not in head:
+        raise NotAPdfError()
+    stream.seek(0)
+    return digest.hexdigest(), size
+
+
+def inspect(uploads: list[FileStorage], limit_bytes: int) -> list[IncomingFile]:
+    files = []
+    for upload in uploads:
+        item = IncomingFile(upload=upload, filename=(upload.filename or "upload.pdf")[:255])
+        try:
+            item.sha256, item.size = measure(upload.stream, limit_bytes)
+        except IngestError as exc:
+            item.error = exc
+        files.append(item)
+    return files
+
+
+def fingerprint(files: list[IncomingFile], callback_url: str | None, force: bool) -> str:
+    """What makes two requests "the same" for an Idempotency-Key."""
+    parts = [[f.filename, f.sha256, f.size, f.error.code if f.error else None] for f in files]
+    return hashlib.sha256(json.dumps([parts, callback_url, force]).encode()).hexdigest()
+
+
+def _live_documents(
+    svc: Services, tenant_id: str, digests: set[str]
+) -> dict[str, tuple[Document, Job | None]]:
+    found: dict[str, tuple[Document, Job | None]] = {}
+    if not digests:
+        return found
+    with svc.db.transaction() as session:
+        for document in session.scalars(
+            select(Document).where(
+                Document.tenant_id == tenant_id, Document.sha256.in_(digests), Document.deleted_at.is_(None)
+            )
+        ):
+            job = session.scalars(
+                select(Job).where(Job.document_id == document.id).order_by(Job.created_at.desc())
+            ).first()
+            found[document.sha256] = (document, job)
+    return found
+
+
+def accept(
+    svc: Services, tenant_id: str, files: list[IncomingFile], *, callback_url: str | None, force: bool
+) -> None:
+    """Create the documents and jobs for the acceptable files; fills each file's outcome."""
+    for attempt in range(2):
+        try:
+            _accept_once(svc, tenant_id, files, callback_url=callback_url, force=force)
+            return
+        except IntegrityError:
+            # The same bytes were uploaded concurrently and the other request won: try again,
+            # which finds its document and answers "duplicate".
+            for item in files:
+                if item.object_key:
+                    svc.storage.delete(item.object_key)
+                item.object_key = item.document_id = item.job = None
+                item.duplicate = item.new_job = False
+            if attempt == 1:
+                raise
+
+
+def _accept_once(
+    svc: Services, tenant_id: str, files: list[IncomingFile], *, callback_url: str | None, force: bool
+) -> None:
+    valid = [f for f in files if f.error is None]
+    existing = _live_documents(svc, tenant_id, {f.sha256 for f in valid})
+    seen: dict[str, IncomingFile] = {}
+    new_files, forced, duplicates = [], [], []
+    for item in valid:
+        if item.sha256 in existing:
+            (forced if force else duplicates).append(item)
+            item.document_id = existing[item.sha256][0].id
+            item.duplicate = True
+        elif item.sha256 in seen:
+            duplicates.append(item)  # the same bytes twice in one request
+        else:
+            seen[item.sha256] = item
+            new_files.append(item)
+    for item in new_files:
+        item.document_id = new_id()
+        item.object_key = f"documents/{tenant_id}/{item.document_id}.pdf"
+        svc.storage.put_file(item.object_key, item.upload.stream)
+
+    created: list[str] = []
+    try:
+        with svc.db.transaction() as session:
+            tenant = operations.lock_tenant(session, tenant_id)
+            operations.check_quotas(
+                session,
+                tenant,
+                svc.settings,
+                new_jobs=len(new_files) + len(forced),
+                new_bytes=sum(f.size for f in new_files),
+            )
+            for item in new_files:
+                assert item.document_id and item.object_key
+                session.add(
+                    Document(
+                        id=item.document_id,
+                        tenant_id=tenant_id,
+                        filename=item.filename,
+                        sha256=item.sha256,
+                        size_bytes=item.size,
+                        object_key=item.object_key,
+                    )
+                )
+            session.flush()
+            for item in [*new_files, *forced]:
+                assert item.document_id
+                job = operations.create_job(
+                    session, tenant_id=tenant_id, document_id=item.document_id, callback_url=callback_url
+                )
+                item.job = job_body(job)
+                item.new_job = True
+                created.append(job.id)
+    except BaseException:
+        for item in new_files:
+            if item.object_key:
+                svc.storage.delete(item.object_key)
+        raise
+    for item in duplicates:
+        document, job = existing.get(item.sha256) or (None, None)
+        if document is None:  # a repeat within the request: point at its first copy
+            first = seen[item.sha256]
+            item.document_id, item.job = first.document_id, first.job
+        else:
+            item.job = job_body(job) if job is not None else None
+        item.duplicate = True
+    svc.relay.publish_for_jobs(created)

@@ -1,0 +1,117 @@
+"""What clients and operators ask of jobs and documents: create, cancel, retry, delete.
+
+Shared by the gateway and the command line, so both act through the database the same way. Every
+function takes the caller's session and never commits; a job and its outbox row are always
+written together.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from shared import jobs, outbox
+from shared.errors import ConflictError, StorageQuotaExceededError, TooManyActiveJobsError
+from shared.jobs import ACTIVE, TERMINAL
+from shared.models import Document, Job, JobKind, JobStatus, Tenant, utcnow
+from shared.queue import first_stage, stages_of
+from shared.settings import Settings
+
+S = JobStatus
+
+
+def lock_tenant(session: Session, tenant_id: str) -> Tenant:
+    """The tenant row, locked until the transaction ends so quota checks cannot race (PostgreSQL;
+    SQLite transactions are serialised already)."""
+    tenant = session.scalars(select(Tenant).where(Tenant.id == tenant_id).with_for_update()).one()
+    return tenant
+
+
+def check_quotas(
+    session: Session, tenant: Tenant, settings: Settings, *, new_jobs: int, new_bytes: int
+) -> None:
+    """Refuse work beyond the tenant's active-job and storage allowances."""
+    limit = tenant.max_active_jobs or settings.max_active_jobs
+    active = session.scalar(
+        select(func.count())
+        .select_from(Job)
+        .where(
+            Job.tenant_id == tenant.id,
+            Job.status.in_([s.value for s in ACTIVE]),
+            Job.kind != JobKind.REINDEX.value,
+        )
+    )
+    if (active or 0) + new_jobs > limit:
+        raise TooManyActiveJobsError(retry_after_s=settings.quota_retry_after_s)
+    storage_mb = tenant.max_storage_mb or settings.max_storage_mb
+    if storage_mb and new_bytes:
+        used = session.scalar(
+            select(func.coalesce(func.sum(Document.size_bytes), 0)).where(
+                Document.tenant_id == tenant.id, Document.deleted_at.is_(None)
+            )
+        )
+        if int(used or 0) + new_bytes > storage_mb * 1024 * 1024:
+            raise StorageQuotaExceededError()
+
+
+def create_job(
+    session: Session,
+    *,
+    tenant_id: str,
+    document_id: str,
+    kind: JobKind = JobKind.INGEST,
+    callback_url: str | None = None,
+) -> Job:
+    """A queued job with its `job.queued` event and its first outbox message."""
+    job = Job(tenant_id=tenant_id, document_id=document_id, kind=kind.value, callback_url=callback_url)
+    session.add(job)
+    jobs.record_created(session, job)
+    outbox.add_message(session, job.id, first_stage(kind.value))
+    return job
+
+
+def cancel_job(session: Session, job: Job) -> Job:
+    """Cancel a queued job at once; ask a running one to stop at its next stage boundary."""
+    status = JobStatus(job.status)
+    if status == S.QUEUED:
+        jobs.transition(session, job.id, S.CANCELLED, expected=[S.QUEUED])
+    elif status in (S.RUNNING, S.RETRYING):
+        jobs.transition(session, job.id, S.CANCEL_REQUESTED, expected=[status], cancel_requested_at=utcnow())
+    elif status != S.CANCEL_REQUESTED:
+        raise ConflictError(f"A {status.value} job cannot be cancelled.", code="job_not_cancellable")
+    session.refresh(job)
+    return job
+
+
+def retry_job(session: Session, job: Job) -> Job:
+    """Start a failed or dead-lettered job again from its first unfinished stage, fresh retries."""
+    status = JobStatus(job.status)
+    if status not in (S.FAILED, S.DEAD_LETTERED):
+        raise ConflictError(f"A {status.value} job cannot be retried.", code="job_not_retryable")
+    document = session.get(Document, job.document_id)
+    if document is None or document.deleted_at is not None:
+        raise ConflictError("The job's document has been deleted.", code="document_deleted")
+    done = set(jobs.done_stages(session, job.id))
+    pipeline = stages_of(job.kind)
+    resume_at = next((s for s in pipeline if s not in done), pipeline[-1])
+    jobs.transition(
+        session, job.id, S.QUEUED, expected=[status], error_code=None, error_message=None, finished_at=None
+    )
+    outbox.add_message(session, job.id, resume_at)
+    session.refresh(job)
+    return job
+
+
+def delete_document(session: Session, document: Document) -> Job:
+    """Mark the document deleted (its bytes may be uploaded again) and queue the job that removes
+    its object and its points; its unfinished ingest jobs are cancelled."""
+    if document.deleted_at is not None:
+        raise ConflictError("The document is already deleted.", code="document_deleted")
+    document.deleted_at = utcnow()
+    for job in session.scalars(
+        select(Job).where(Job.document_id == document.id, Job.status.in_([s.value for s in ACTIVE]))
+    ):
+        if JobStatus(job.status) not in TERMINAL and job.kind != JobKind.DELETE.value:
+            cancel_job(session, job)
+    session.flush()
+    return create_job(session, tenant_id=document.tenant_id, document_id=document.id, kind=JobKind.DELETE)
