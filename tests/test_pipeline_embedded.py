@@ -126,6 +126,11 @@ def test_a_multi_page_pdf_is_ingested_into_qdrant(service: tuple[Flask, Resource
     )
     assert hits.status_code == 200
     assert hits.get_json()["results"][0]["page_start"] == 3
+    # And another tenant's search never sees these chunks, even naming the document
+    _, other = new_key(resources, "other")
+    for query in ("q=why are there two tides a day", f"q=tides&document_id={job['document_id']}"):
+        theirs = client.get(f"/v1/search?{query}", headers={"Authorization": f"Bearer {other}"})
+        assert theirs.status_code == 200 and theirs.get_json()["results"] == []
 
 
 def test_a_message_delivered_twice_does_not_redo_stages_or_duplicate_points(
@@ -177,3 +182,26 @@ def test_a_non_pdf_in_disguise_fails_with_a_code_and_the_worker_carries_on(
     assert failed["status"] == "failed" and failed["error"]["code"] == "invalid_pdf"
     assert failed["stage"] == "validate" and failed["attempts"] == 1
     assert wait_final(client, good.headers["Location"], key)["status"] == "completed"
+
+
+def test_deleting_a_document_removes_its_points_and_its_bytes(service: tuple[Flask, Resources]) -> None:
+    app, resources = service
+    client = app.test_client()
+    tenant_id, key = new_key(resources)
+    headers = {"Authorization": f"Bearer {key}"}
+    up = client.post(
+        "/v1/documents", headers=headers, data={"file": (io.BytesIO(text_pdf(PAGES[:1])), "a.pdf")}
+    )
+    assert wait_final(client, up.headers["Location"], key)["status"] == "completed"
+    document_id = up.get_json()["document_id"]
+    store = resources.vectors
+    collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
+    assert store.count(collection, tenant_id, document_id=document_id) > 0
+    # When the client deletes the document
+    deleted = client.delete(f"/v1/documents/{document_id}", headers=headers)
+    assert deleted.status_code == 202
+    # Then the delete job completes, and neither points nor the stored PDF remain
+    assert wait_final(client, deleted.headers["Location"], key)["status"] == "completed"
+    assert store.count(collection, tenant_id, document_id=document_id) == 0
+    assert not resources.storage.exists(f"documents/{tenant_id}/{document_id}.pdf")
+    assert client.get("/v1/search?q=solar panels", headers=headers).get_json()["results"] == []

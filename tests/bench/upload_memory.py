@@ -1,0 +1,150 @@
+"""Peak memory of the production gateway (gunicorn) while a large upload streams through it.
+
+    python -m tests.bench.upload_memory [--mb 200]
+
+Starts `gunicorn gateway.wsgi:app` (one worker) on SQLite and a local object store, with Redis as
+the broker (no worker consumes: only the accept path is measured), uploads a file of the given
+size with curl, and samples the gunicorn worker's resident memory every 20 ms until the answer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mb", type=int, default=200)
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="upload-bench-"))
+    port = free_port()
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "INGEST_DATA_DIR": str(work / "data"),
+        "INGEST_MAX_UPLOAD_MB": str(args.mb + 10),
+        "INGEST_BROKER_URL": os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
+        "INGEST_BROKER_NAMESPACE": f"upload-bench-{port}",
+        "INGEST_PORT": str(port),
+        "GUNICORN_WORKERS": "1",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "ingest_worker.cli", "migrate"], env=env, check=True, capture_output=True
+    )
+    key = subprocess.run(
+        [sys.executable, "-m", "ingest_worker.cli", "tenant", "bench"],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()[-1]
+    big = work / "big.pdf"
+    with big.open("wb") as f:
+        f.write(b"%PDF-1.7\n")
+        block = os.urandom(1024 * 1024)
+        for _ in range(args.mb):
+            f.write(block)
+    server = subprocess.Popen(
+        [
+            str(Path(sys.executable).parent / "gunicorn"),
+            "-c",
+            str(ROOT / "deploy/gunicorn.conf.py"),
+            "gateway.wsgi:app",
+        ],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.2)
+        time.sleep(1)
+        (worker,) = children(server.pid)
+        baseline = rss_mb(worker)
+        peak = baseline
+        done = threading.Event()
+
+        def sample() -> None:
+            nonlocal peak
+            while not done.is_set():
+                peak = max(peak, rss_mb(worker))
+                time.sleep(0.02)
+
+        sampler = threading.Thread(target=sample)
+        sampler.start()
+        started = time.monotonic()
+        result = subprocess.run(
+            [
+                "curl",
+                "-s",
+                "-o",
+                "/dev/null",
+                "-w",
+                "%{http_code}",
+                "-H",
+                f"Authorization: Bearer {key}",
+                "-F",
+                f"file=@{big}",
+                f"http://127.0.0.1:{port}/v1/documents",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        elapsed = time.monotonic() - started
+        done.set()
+        sampler.join()
+        print("| upload | status | seconds | MB/s | gateway RSS before | peak | growth |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        print(
+            f"| {args.mb} MB | {result.stdout} | {elapsed:.1f} | {args.mb / elapsed:.0f} "
+            f"| {baseline:.0f} MB | {peak:.0f} MB | {peak - baseline:.0f} MB |"
+        )
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
+        client = redis.Redis.from_url(env["INGEST_BROKER_URL"])
+        for name in client.scan_iter(f"{env['INGEST_BROKER_NAMESPACE']}*"):
+            client.delete(name)
+
+
+if __name__ == "__main__":
+    main()
