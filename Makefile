@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint format gateway worker maintenance tenant key admin-key migrate tesseract model clean help
+.PHONY: run test lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -80,6 +80,13 @@ key: $(RUNTIME_STAMP)
 
 admin-key: $(RUNTIME_STAMP)
 	@$(PY) -m ingest_worker.cli admin-key
+
+dlq: $(RUNTIME_STAMP)
+	@$(PY) -m ingest_worker.cli dlq
+
+replay: $(RUNTIME_STAMP)
+	@test -n "$(JOB)" || { echo "usage: make replay JOB=<job id>" >&2; exit 2; }
+	@$(PY) -m ingest_worker.cli replay "$(JOB)"
 
 # --- Production processes (configure with INGEST_* variables; see README) ----------------------
 

@@ -12,11 +12,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import dramatiq
 import waitress
 
 from gateway.app import create_app
-from ingest_worker.broker import setup_broker
+from ingest_worker.broker import setup_broker, start_worker
 from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
 from ingest_worker.resources import Resources, configure
 from shared.db import migrate
@@ -47,8 +46,7 @@ def main() -> None:
     )
     loop.run_once()
     loop.start_thread()
-    worker = dramatiq.Worker(broker, worker_threads=settings.worker_threads, worker_timeout=100)
-    worker.start()
+    worker = start_worker(broker, threads=settings.worker_threads)
     app = create_app(
         settings, publisher=publisher, db=resources.db, vectors=resources.vectors, embedder=resources.embedder
     )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.models import ApiKey, Document, Job, Tenant
+from shared.models import ApiKey, DeadLetter, Document, Job, Tenant
 
 
 def _time(value: datetime | None) -> str | None:
@@ -79,3 +79,17 @@ def key_body(key: ApiKey, plain: str | None = None) -> dict[str, Any]:
     if plain is not None:
         body["api_key"] = plain
     return body
+
+
+def dead_letter_body(letter: DeadLetter) -> dict[str, Any]:
+    return {
+        "dead_letter_id": letter.id,
+        "job_id": letter.job_id,
+        "tenant_id": letter.tenant_id,
+        "stage": letter.stage,
+        "actor": letter.actor,
+        "error": {"code": letter.error_code, "message": letter.error_message},
+        "retries": letter.retries,
+        "created_at": _time(letter.created_at),
+        "replayed": letter.replayed_at is not None,
+    }

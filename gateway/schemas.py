@@ -190,3 +190,23 @@ class HealthSchema(Schema):
 class ReadinessSchema(Schema):
     status = fields.String(required=True, validate=validate.OneOf(["ready", "degraded", "unavailable"]))
     checks = fields.Dict(keys=fields.String(), values=fields.String(validate=validate.OneOf(["ok", "down"])))
+
+
+class DeadLetterSchema(Schema):
+    dead_letter_id = fields.Integer(required=True)
+    job_id = fields.String()
+    tenant_id = fields.String()
+    stage = fields.String()
+    actor = fields.String()
+    error = fields.Nested(ErrorSchema)
+    retries = fields.Integer()
+    created_at = fields.String()
+    replayed = fields.Boolean()
+
+
+class DeadLetterListSchema(Schema):
+    items = fields.List(fields.Nested(DeadLetterSchema), required=True)
+
+
+class DeadLetterArgsSchema(StrictSchema):
+    include_replayed = fields.Boolean(load_default=False)

@@ -1,8 +1,8 @@
 """One Dramatiq actor per stage: job id in, job id handed on through the pipeline.
 
-The broker (with its middleware) is set up before any actor is declared. Retries, time limits
-and queues are set per actor here, not left at Dramatiq's defaults (20 retries over days and a
-10-minute limit are wrong for this work).
+The broker (with its middleware) is set up before any actor is declared. Retries and time limits
+are set per stage here, not left at Dramatiq's defaults (20 retries over days and a 10-minute
+limit are wrong for this work): parsing a bad file again rarely helps, a provider outage often does.
 """
 
 from __future__ import annotations
@@ -10,32 +10,42 @@ from __future__ import annotations
 from typing import Any
 
 import dramatiq
+from dramatiq.broker import Broker
 
 from ingest_worker import deletion, steps
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
-from ingest_worker.runner import StageWork, run_stage
+from ingest_worker.runner import RetryPolicy, StageWork, run_stage
 from shared.queue import ACTOR_FOR_STAGE, QUEUE_FOR_STAGE
 
 get_broker()
 
-MAX_RETRIES = 3
-MIN_BACKOFF_MS = 1_000
-MAX_BACKOFF_MS = 60_000
+SECOND_MS = 1000
+MINUTE_MS = 60 * SECOND_MS
+
+# stage: (retries, backoff floor, backoff cap, Dramatiq time limit). The OCR stage's limit is
+# generous because each page has its own timeout inside it; TimeLimit cannot stop C code anyway.
+STAGE_POLICIES: dict[str, tuple[RetryPolicy, int]] = {
+    "validate": (RetryPolicy(2, 1 * SECOND_MS, 30 * SECOND_MS), 5 * MINUTE_MS),
+    "extract": (RetryPolicy(2, 1 * SECOND_MS, 30 * SECOND_MS), 10 * MINUTE_MS),
+    "ocr": (RetryPolicy(2, 5 * SECOND_MS, 60 * SECOND_MS), 120 * MINUTE_MS),
+    "chunk": (RetryPolicy(2, 1 * SECOND_MS, 30 * SECOND_MS), 5 * MINUTE_MS),
+    "embed": (RetryPolicy(5, 2 * SECOND_MS, 5 * MINUTE_MS), 30 * MINUTE_MS),
+    "index": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
+    "finalize": (RetryPolicy(5, 1 * SECOND_MS, 1 * MINUTE_MS), 2 * MINUTE_MS),
+    "delete": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
+}
 
 
-def _stage_actor(stage: str, work: StageWork, *, time_limit_s: int | None = None) -> Any:
+def _stage_actor(stage: str, work: StageWork) -> Any:
     settings = get_settings()
-    limit_ms = 1000 * (time_limit_s or settings.stage_time_limit_s)
+    policy, time_limit_ms = STAGE_POLICIES[stage]
 
     def run(job_id: str) -> str | None:
+        # The policy is read at each call, so an operator (or a test) can tune it in place.
+        policy_now = STAGE_POLICIES[stage][0]
         return run_stage(
-            current(settings),
-            job_id,
-            stage,
-            work,
-            max_retries=MAX_RETRIES,
-            on_cancel=steps.delete_job_points,
+            current(settings), job_id, stage, work, policy=policy_now, on_cancel=steps.delete_job_points
         )
 
     run.__name__ = ACTOR_FOR_STAGE[stage]
@@ -44,10 +54,10 @@ def _stage_actor(stage: str, work: StageWork, *, time_limit_s: int | None = None
         run,
         actor_name=ACTOR_FOR_STAGE[stage],
         queue_name=QUEUE_FOR_STAGE[stage],
-        max_retries=MAX_RETRIES,
-        min_backoff=MIN_BACKOFF_MS,
-        max_backoff=MAX_BACKOFF_MS,
-        time_limit=limit_ms,
+        max_retries=policy.max_retries,
+        min_backoff=policy.min_backoff_ms,
+        max_backoff=policy.max_backoff_ms,
+        time_limit=time_limit_ms,
     )
 
 
@@ -59,3 +69,20 @@ embed_chunks = _stage_actor("embed", steps.embed)
 index_chunks = _stage_actor("index", steps.index)
 finalize_job = _stage_actor("finalize", steps.finalize)
 delete_document = _stage_actor("delete", deletion.delete_document)
+
+ACTORS = (
+    validate_document,
+    extract_text,
+    ocr_pages,
+    chunk_text,
+    embed_chunks,
+    index_chunks,
+    finalize_job,
+    delete_document,
+)
+
+
+def declare_on(broker: Broker) -> None:
+    """Declare every actor on another broker too (tests that drive a second broker in-process)."""
+    for actor in ACTORS:
+        broker.declare_actor(actor)

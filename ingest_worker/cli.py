@@ -12,8 +12,12 @@ import os
 import sys
 from pathlib import Path
 
+from sqlalchemy import select
+
 from shared.db import Database, migrate
-from shared.models import KeyRole
+from shared.errors import IngestError
+from shared.models import DeadLetter, Job, KeyRole, Tenant
+from shared.operations import retry_job
 from shared.settings import Settings
 from shared.tenants import create_tenant, get_tenant_by_name, new_api_key
 
@@ -80,6 +84,43 @@ def cmd_demo(settings: Settings) -> int:
     return 0
 
 
+def cmd_dlq(settings: Settings) -> int:
+    db = Database.from_settings(settings)
+    with db.transaction() as session:
+        rows = session.execute(
+            select(DeadLetter, Tenant.name)
+            .join(Tenant, Tenant.id == DeadLetter.tenant_id)
+            .where(DeadLetter.replayed_at.is_(None))
+            .order_by(DeadLetter.created_at)
+        ).all()
+        print(f"{'job':36}  {'tenant':12}  {'stage':8}  {'retries':>7}  {'when':19}  error")
+        for letter, tenant in rows:
+            when = letter.created_at.strftime("%Y-%m-%d %H:%M:%S")
+            print(
+                f"{letter.job_id:36}  {tenant[:12]:12}  {letter.stage:8}  {letter.retries:>7}  {when}  "
+                f"{letter.error_code}: {letter.error_message}"
+            )
+    print(f"{len(rows)} dead-lettered job(s)")
+    return 0
+
+
+def cmd_replay(settings: Settings, job_id: str) -> int:
+    """Queue the job again through the outbox; a running service's relay publishes it."""
+    db = Database.from_settings(settings)
+    with db.transaction() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            print(f"no job {job_id}", file=sys.stderr)
+            return 1
+        try:
+            retry_job(session, job)
+        except IngestError as exc:
+            print(f"{exc.code}: {exc.message}", file=sys.stderr)
+            return 1
+    print(f"job {job_id} queued again from its first unfinished stage")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="ingest_worker.cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -92,6 +133,9 @@ def main(argv: list[str] | None = None) -> int:
     key.add_argument("name")
     sub.add_parser("admin-key", help="create an admin API key")
     sub.add_parser("demo", help="ensure the demo tenant and print its API key")
+    sub.add_parser("dlq", help="list dead-lettered jobs")
+    replay = sub.add_parser("replay", help="run a failed or dead-lettered job again")
+    replay.add_argument("job_id")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command == "migrate":
@@ -102,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_key(settings, args.name)
     if args.command == "admin-key":
         return cmd_admin_key(settings)
+    if args.command == "dlq":
+        return cmd_dlq(settings)
+    if args.command == "replay":
+        return cmd_replay(settings, args.job_id)
     return cmd_demo(settings)
 
 

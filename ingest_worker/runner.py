@@ -2,9 +2,10 @@
 
 Each transition is its own short transaction; none is held open while the work runs. A stage that
 is already done is not redone (the pipeline simply carries on); a job that is final stops the
-pipeline; a cancel request is honoured before the stage starts. Errors are classified once here:
-a `PermanentError` fails the job at once, anything else is retried by Dramatiq until its last
-attempt, which dead-letters the job.
+pipeline; a cancel request, a suspended tenant or a job past its deadline stop it at the stage
+boundary. Errors are classified once, here: a `PermanentError` fails the job at once; anything else
+is retried with capped, fully jittered backoff (a provider's Retry-After is honoured), and the last
+attempt dead-letters the job with a `dead_letters` row that keeps the message for a replay.
 """
 
 from __future__ import annotations
@@ -13,15 +14,26 @@ import contextlib
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
+import dramatiq
 from dramatiq.middleware import CurrentMessage
+from dramatiq.middleware.time_limit import TimeLimitExceeded
 
 from ingest_worker.resources import Resources
+from ingest_worker.retry_policy import backoff_ms
 from shared import jobs
-from shared.errors import IngestError, PermanentError, StaleTransitionError
+from shared.errors import (
+    IngestError,
+    JobCancelledError,
+    PermanentError,
+    ProcessingTimeoutError,
+    StaleTransitionError,
+    TransientError,
+)
 from shared.jobs import TERMINAL, JobSnapshot
-from shared.models import Job, JobStatus, Tenant, TenantStatus
+from shared.models import DeadLetter, Job, JobStatus, Tenant, TenantStatus, utcnow
 from shared.queue import HALT, pipeline_of_stage
 
 logger = logging.getLogger(__name__)
@@ -37,14 +49,41 @@ class StageResult:
     artifact_key: str | None = None
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int
+    min_backoff_ms: int
+    max_backoff_ms: int
+
+
 StageWork = Callable[[Resources, JobSnapshot], StageResult]
 CancelCleanup = Callable[[Resources, str], None]
 
 
-def _is_last_attempt(max_retries: int) -> bool:
+def _current_retries() -> int:
     message = CurrentMessage.get_current_message()
-    retries = message.options.get("retries", 0) if message is not None else 0
-    return int(retries) >= max_retries
+    return int(message.options.get("retries", 0)) if message is not None else 0
+
+
+def _stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
+    """Why a job that is still active must not start its next stage, if it must not."""
+    tenant = session.get(Tenant, job.tenant_id)
+    if tenant is not None and tenant.status == TenantStatus.SUSPENDED.value:
+        return PermanentError("The tenant was suspended while the job ran.", code="tenant_suspended")
+    if job.started_at is not None:
+        budget = settings.job_deadline_base_s + settings.job_deadline_per_page_s * job.pages
+        if utcnow() - job.started_at > timedelta(seconds=budget):
+            return PermanentError("The job ran past its deadline.", code="timeout")
+    return None
+
+
+def check_not_cancelled(res: Resources, job_id: str) -> None:
+    """Raise `JobCancelledError` when the job was asked to stop: called between batches of a long
+    stage, so a cancel does not wait for the whole stage."""
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        if job is None or job.status in (S.CANCEL_REQUESTED.value, S.CANCELLED.value):
+            raise JobCancelledError()
 
 
 def run_stage(
@@ -53,7 +92,7 @@ def run_stage(
     stage: str,
     work: StageWork,
     *,
-    max_retries: int,
+    policy: RetryPolicy,
     on_cancel: CancelCleanup,
 ) -> str | None:
     """Run `stage` of `job_id`; returns HALT to stop the pipeline, None to hand the job on."""
@@ -66,20 +105,19 @@ def run_stage(
         if status in TERMINAL:
             logger.info("job %s is %s; %s not run", job_id, status, stage)
             return HALT
-        if status == S.CANCEL_REQUESTED:
+        cancelled = status == S.CANCEL_REQUESTED
+        if cancelled:
             jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
-            cancelled = True
         else:
-            cancelled = False
-            tenant = session.get(Tenant, job.tenant_id)
-            if tenant is not None and tenant.status == TenantStatus.SUSPENDED.value:
+            reason = _stop_reason(session, job, res.settings)
+            if reason is not None:
                 jobs.transition(
                     session,
                     job_id,
                     S.FAILED,
                     expected=[status],
-                    error_code="tenant_suspended",
-                    error_message="The tenant was suspended while the job ran.",
+                    error_code=reason.code,
+                    error_message=reason.message,
                 )
                 return HALT
             if not jobs.claim_stage(session, job_id, stage):
@@ -92,36 +130,77 @@ def run_stage(
 
     try:
         result = work(res, snapshot)
+    except JobCancelledError:
+        _cancel(res, job_id, on_cancel)
+        return HALT
     except PermanentError as exc:
         logger.info("job %s failed in %s: %s", job_id, stage, exc.code)
         _end(res, job_id, S.FAILED, exc)
         return HALT
-    except Exception as exc:
-        error = exc if isinstance(exc, IngestError) else IngestError()
-        if _is_last_attempt(max_retries):
-            logger.error("job %s: %s failed on its last attempt", job_id, stage, exc_info=True)
-            _end(res, job_id, S.DEAD_LETTERED, error)
+    except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
+        error = classify(exc)
+        retries = _current_retries()
+        if retries >= policy.max_retries:
+            logger.error(
+                "job %s: %s failed on its last attempt (%s)", job_id, stage, error.code, exc_info=True
+            )
+            _dead_letter(res, job_id, stage, error, retries)
             return HALT
-        logger.warning("job %s: %s failed (%s); retrying", job_id, stage, error.code, exc_info=True)
+        delay = backoff_ms(
+            retries,
+            min_ms=policy.min_backoff_ms,
+            max_ms=policy.max_backoff_ms,
+            retry_after_s=getattr(error, "retry_after_s", None),
+        )
+        logger.warning(
+            "job %s: %s failed (%s); retry %s in %s ms",
+            job_id,
+            stage,
+            error.code,
+            retries + 1,
+            delay,
+            exc_info=True,
+        )
         _mark_retrying(res, job_id, error)
-        raise
+        raise dramatiq.Retry(error.code, delay=delay) from exc
 
     with res.db.transaction() as session:
+        jobs.finish_stage(session, job_id, stage, artifact_key=result.artifact_key, **result.fields)
         if stage == pipeline_of_stage(stage)[-1]:
-            jobs.finish_stage(session, job_id, stage, **result.fields)
             _complete(session, job_id)
-        else:
-            jobs.finish_stage(session, job_id, stage, artifact_key=result.artifact_key, **result.fields)
     return None
+
+
+def classify(exc: BaseException) -> IngestError:
+    """Any failure as one of ours: a time limit is a `timeout`, an unknown error is internal."""
+    if isinstance(exc, IngestError):
+        return exc
+    if isinstance(exc, TimeLimitExceeded):
+        return ProcessingTimeoutError()
+    return TransientError("An internal error occurred; the work will be retried.", code="internal_error")
 
 
 def _complete(session: Any, job_id: str) -> None:
     try:
-        jobs.transition(session, job_id, S.COMPLETED, expected=[S.RUNNING], progress=100)
+        jobs.transition(
+            session,
+            job_id,
+            S.COMPLETED,
+            expected=[S.RUNNING],
+            progress=100,
+            error_code=None,
+            error_message=None,
+        )
     except StaleTransitionError:
-        # A cancel request arrived during finalize: the work is done and counted, so the job
-        # completes rather than leaving the request hanging.
+        # A cancel request arrived during the last stage: the work is done and counted, so the
+        # job completes rather than leaving the request hanging.
         jobs.transition(session, job_id, S.COMPLETED, expected=[S.CANCEL_REQUESTED], progress=100)
+
+
+def _cancel(res: Resources, job_id: str, on_cancel: CancelCleanup) -> None:
+    with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
+        jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
+    on_cancel(res, job_id)
 
 
 def _end(res: Resources, job_id: str, to: JobStatus, error: IngestError) -> None:
@@ -137,6 +216,38 @@ def _end(res: Resources, job_id: str, to: JobStatus, error: IngestError) -> None
             )
         except StaleTransitionError:
             logger.info("job %s changed state before it could become %s", job_id, to)
+
+
+def _dead_letter(res: Resources, job_id: str, stage: str, error: IngestError, retries: int) -> None:
+    """The job becomes `dead_lettered` and its message is kept, in one transaction."""
+    message = CurrentMessage.get_current_message()
+    with res.db.transaction() as session:
+        try:
+            snapshot = jobs.transition(
+                session,
+                job_id,
+                S.DEAD_LETTERED,
+                expected=[S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED],
+                error_code=error.code,
+                error_message=error.message,
+            )
+        except StaleTransitionError:
+            logger.info("job %s changed state before it could be dead-lettered", job_id)
+            return
+        body = message.asdict() if message is not None else {}
+        body.get("options", {}).pop("traceback", None)
+        session.add(
+            DeadLetter(
+                job_id=job_id,
+                tenant_id=snapshot.tenant_id,
+                stage=stage,
+                actor=body.get("actor_name", ""),
+                message=body,
+                error_code=error.code,
+                error_message=error.message,
+                retries=retries,
+            )
+        )
 
 
 def _mark_retrying(res: Resources, job_id: str, error: IngestError) -> None:

@@ -167,6 +167,13 @@ class DocumentDeletedError(PermanentError):
     message = "The document was deleted."
 
 
+class JobCancelledError(PermanentError):
+    """Raised between batches of a long stage when the job was asked to stop."""
+
+    code = "cancelled"
+    message = "The job was cancelled."
+
+
 class OcrFailedError(TransientError):
     code = "ocr_failed"
     message = "OCR of a page failed."

@@ -213,3 +213,22 @@ class IdempotencyRecord(Base):
     response_body: Mapped[dict[str, Any] | None] = mapped_column(JSON)
     response_location: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class DeadLetter(Base):
+    """A message whose retries ran out, kept until replayed (the broker's own dead letters expire)."""
+
+    __tablename__ = "dead_letters"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    tenant_id: Mapped[str] = mapped_column(String(36), index=True)
+    stage: Mapped[str] = mapped_column(String(20))
+    actor: Mapped[str] = mapped_column(String(100))
+    # The Dramatiq message as plain data (queue, actor, args, options): ids only, no secrets.
+    message: Mapped[dict[str, Any]] = mapped_column(JSON)
+    error_code: Mapped[str] = mapped_column(String(64))
+    error_message: Mapped[str] = mapped_column(Text)
+    retries: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    replayed_at: Mapped[datetime | None] = mapped_column(DateTime)

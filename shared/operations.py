@@ -7,13 +7,13 @@ written together.
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from shared import jobs, outbox
 from shared.errors import ConflictError, StorageQuotaExceededError, TooManyActiveJobsError
 from shared.jobs import ACTIVE, TERMINAL
-from shared.models import Document, Job, JobKind, JobStatus, Tenant, utcnow
+from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, utcnow
 from shared.queue import first_stage, stages_of
 from shared.settings import Settings
 
@@ -98,6 +98,11 @@ def retry_job(session: Session, job: Job) -> Job:
         session, job.id, S.QUEUED, expected=[status], error_code=None, error_message=None, finished_at=None
     )
     outbox.add_message(session, job.id, resume_at)
+    session.execute(
+        update(DeadLetter)
+        .where(DeadLetter.job_id == job.id, DeadLetter.replayed_at.is_(None))
+        .values(replayed_at=utcnow())
+    )
     session.refresh(job)
     return job
 

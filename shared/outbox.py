@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
-from shared.models import OutboxMessage, utcnow
+from shared.models import Job, OutboxMessage, utcnow
 from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class Relay:
                 break
         return published
 
-    def _claim(self, row_id: int) -> tuple[str, str, int] | None:
+    def _claim(self, row_id: int) -> tuple[str, str, int, str | None] | None:
         now = utcnow()
         with transaction(self.sessions) as session:
             row = session.execute(
@@ -96,15 +96,18 @@ class Relay:
                 .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
                 .returning(OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.attempts)
             ).first()
-        return None if row is None else (row[0], row[1], row[2])
+            if row is None:
+                return None
+            tenant_id = session.scalar(select(Job.tenant_id).where(Job.id == row[0]))
+        return row[0], row[1], row[2], tenant_id
 
     def _publish_one(self, row_id: int) -> bool:
         claimed = self._claim(row_id)
         if claimed is None:
             return False
-        job_id, stage, attempts = claimed
+        job_id, stage, attempts, tenant_id = claimed
         try:
-            self.publisher.publish(job_id, stage)
+            self.publisher.publish(job_id, stage, tenant_id)
         except BrokerUnavailableError as exc:
             backoff = min(MAX_BACKOFF_S, 2 ** min(attempts, 6))
             self._quiet_until = time.monotonic() + min(backoff, 5)

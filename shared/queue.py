@@ -31,7 +31,10 @@ QUEUE_OCR = "ocr"
 # single-threaded process alone owns that folder (ARCHITECTURE §2); finalize may delete the points
 # of a job cancelled after indexing, so it must be able to open the folder too.
 QUEUE_INDEX = "index"
-QUEUES: tuple[str, ...] = (QUEUE_INGEST, QUEUE_OCR, QUEUE_INDEX)
+# Bulk work (reindex) and webhook deliveries get queues of their own, so each can get its own pool.
+QUEUE_BULK = "bulk"
+QUEUE_WEBHOOKS = "webhooks"
+QUEUES: tuple[str, ...] = (QUEUE_INGEST, QUEUE_OCR, QUEUE_INDEX, QUEUE_BULK, QUEUE_WEBHOOKS)
 
 ACTOR_FOR_STAGE: dict[str, str] = {
     "validate": "validate_document",
@@ -55,14 +58,18 @@ QUEUE_FOR_STAGE: dict[str, str] = {
 HALT = "halt"
 
 
-def stage_message(job_id: str, stage: str) -> dramatiq.Message[Any]:
-    """The message that runs `stage` of `job_id`."""
+def stage_message(job_id: str, stage: str, tenant_id: str | None = None) -> dramatiq.Message[Any]:
+    """The message that runs `stage` of `job_id`; the tenant id rides in the options for the
+    per-tenant concurrency cap, which must not need a database read to decide."""
+    options: dict[str, Any] = {"pipe_ignore": True}
+    if tenant_id:
+        options["tenant_id"] = tenant_id
     return dramatiq.Message(
         queue_name=QUEUE_FOR_STAGE[stage],
         actor_name=ACTOR_FOR_STAGE[stage],
         args=(job_id,),
         kwargs={},
-        options={"pipe_ignore": True},
+        options=options,
     )
 
 
@@ -80,11 +87,13 @@ def pipeline_of_stage(stage: str) -> tuple[str, ...]:
     return next(p for p in PIPELINES.values() if stage in p)
 
 
-def job_pipeline(job_id: str, from_stage: str, broker: Broker) -> dramatiq.pipeline:
+def job_pipeline(
+    job_id: str, from_stage: str, broker: Broker, tenant_id: str | None = None
+) -> dramatiq.pipeline:
     """The pipeline of the job's remaining stages, starting at `from_stage`."""
     stages = pipeline_of_stage(from_stage)
     remaining = stages[stages.index(from_stage) :]
-    return dramatiq.pipeline([stage_message(job_id, s) for s in remaining], broker=broker)
+    return dramatiq.pipeline([stage_message(job_id, s, tenant_id) for s in remaining], broker=broker)
 
 
 def make_broker(settings: Settings, middleware: list[Middleware] | None = None) -> Broker:
@@ -129,9 +138,9 @@ class Publisher:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def publish(self, job_id: str, from_stage: str) -> None:
+    def publish(self, job_id: str, from_stage: str, tenant_id: str | None = None) -> None:
         try:
-            job_pipeline(job_id, from_stage, self.broker).run()
+            job_pipeline(job_id, from_stage, self.broker, tenant_id).run()
         except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
             raise BrokerUnavailableError() from exc
 

@@ -81,7 +81,11 @@ class Settings:
     # Threads each tesseract process may use: 1 is 4-5x faster per page on a busy worker.
     ocr_threads: int = 1
     ocr_min_chars_per_page: int = 20
-    stage_time_limit_s: int = 600
+    # A whole job may run (retries included) this long plus this much per page, then fails `timeout`.
+    job_deadline_base_s: int = 1800
+    job_deadline_per_page_s: int = 30
+    # Messages of one tenant processed at once across every worker (0: no cap).
+    tenant_max_concurrency: int = 2
     # Limits of the child process that parses or renders a PDF (validate, extract; OCR gets
     # parse_timeout_s plus ocr_timeout_s per page). Past them the child is killed, not the worker.
     parse_timeout_s: int = 120

@@ -8,13 +8,12 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import dramatiq
 import pytest
 from flask import Flask
 from sqlalchemy import select
 
 from gateway.app import create_app
-from ingest_worker.broker import setup_broker
+from ingest_worker.broker import setup_broker, start_worker
 from ingest_worker.resources import Resources, configure
 from shared.db import migrate
 from shared.models import JobEvent, JobStage
@@ -50,8 +49,7 @@ def service(settings: Settings, broker: Any) -> Iterator[tuple[Flask, Resources]
     migrate(settings.effective_database_url)
     resources = Resources(settings)
     configure(resources)
-    worker = dramatiq.Worker(broker, worker_threads=1, worker_timeout=50)
-    worker.start()
+    worker = start_worker(broker, threads=1, worker_timeout_ms=50)
     app = create_app(
         settings,
         publisher=Publisher(broker),

@@ -9,10 +9,13 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.auth import admin_required
-from gateway.representations import key_body, tenant_body
+from gateway.representations import dead_letter_body, job_body, key_body, tenant_body
 from gateway.schemas import (
     ApiKeyListSchema,
     ApiKeySchema,
+    DeadLetterArgsSchema,
+    DeadLetterListSchema,
+    JobSchema,
     LimitsSchema,
     TenantCreateSchema,
     TenantListSchema,
@@ -20,7 +23,8 @@ from gateway.schemas import (
 )
 from gateway.services import services
 from shared.errors import ConflictError, NotFoundError
-from shared.models import ApiKey, Tenant, TenantStatus, utcnow
+from shared.models import ApiKey, DeadLetter, Job, Tenant, TenantStatus, utcnow
+from shared.operations import retry_job
 from shared.tenants import create_tenant, issue_api_key
 
 blp = Blueprint("admin", __name__, description="Tenants and API keys (admin keys only)")
@@ -139,3 +143,31 @@ def revoke_key(key_id: str) -> Any:
         if key.revoked_at is None:
             key.revoked_at = utcnow()
         return key_body(key)
+
+
+@blp.route("/v1/admin/dead-letters", methods=["GET"])
+@admin_required
+@blp.arguments(DeadLetterArgsSchema, location="query", as_kwargs=True)
+@blp.response(200, DeadLetterListSchema)
+def list_dead_letters(include_replayed: bool) -> Any:
+    """Jobs whose retries ran out, oldest first, with the stage and error they stopped at."""
+    stmt = select(DeadLetter).order_by(DeadLetter.created_at)
+    if not include_replayed:
+        stmt = stmt.where(DeadLetter.replayed_at.is_(None))
+    with services().db.transaction() as session:
+        return {"items": [dead_letter_body(d) for d in session.scalars(stmt.limit(1000))]}
+
+
+@blp.route("/v1/admin/jobs/<job_id>/replay", methods=["POST"])
+@admin_required
+@blp.response(202, JobSchema)
+def replay_job(job_id: str) -> Any:
+    """Run any tenant's failed or dead-lettered job again from the stage it stopped at."""
+    svc = services()
+    with svc.db.transaction() as session:
+        job = session.get(Job, job_id)
+        if job is None:
+            raise NotFoundError("No such job.")
+        body = job_body(retry_job(session, job))
+    svc.relay.publish_for_jobs([job_id])
+    return body

@@ -1,0 +1,121 @@
+"""A per-tenant cap on messages processed at once, across every worker process and host.
+
+Over the cap, a message goes back to its queue with a short delay and is skipped, without spending
+a retry, so one tenant's burst cannot hold every worker while another tenant waits. Slots live in
+Redis when Redis is the broker (shared by all workers) and in memory otherwise (one process).
+Every slot expires by itself, so one held by a killed worker comes back.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from typing import Any, Protocol
+
+from dramatiq.broker import Broker
+from dramatiq.middleware import Middleware, SkipMessage
+
+logger = logging.getLogger(__name__)
+
+# Remove expired slots, then take one if fewer than the cap are held. KEYS[1]: the tenant's slots.
+ACQUIRE = """
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('ZADD', KEYS[1], ARGV[2], ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], ARGV[5])
+  return 1
+end
+return 0
+"""
+
+
+class SlotStore(Protocol):
+    def acquire(self, tenant_id: str, slot: str, *, cap: int, ttl_ms: int) -> bool: ...
+
+    def release(self, tenant_id: str, slot: str) -> None: ...
+
+
+class RedisSlots:
+    """Slots as a sorted set per tenant, scored by expiry time."""
+
+    def __init__(self, client: Any, namespace: str) -> None:
+        self.client = client
+        self.namespace = namespace
+        self.script = client.register_script(ACQUIRE)
+
+    def _key(self, tenant_id: str) -> str:
+        return f"{self.namespace}:tenant-slots:{tenant_id}"
+
+    def acquire(self, tenant_id: str, slot: str, *, cap: int, ttl_ms: int) -> bool:
+        now = int(time.time() * 1000)
+        args = [now, now + ttl_ms, cap, slot, ttl_ms]
+        return bool(self.script(keys=[self._key(tenant_id)], args=args))
+
+    def release(self, tenant_id: str, slot: str) -> None:
+        self.client.zrem(self._key(tenant_id), slot)
+
+
+class LocalSlots:
+    """Slots in this process's memory (the embedded topology: one process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._slots: dict[str, dict[str, float]] = {}
+
+    def acquire(self, tenant_id: str, slot: str, *, cap: int, ttl_ms: int) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            held = {s: t for s, t in self._slots.get(tenant_id, {}).items() if t > now}
+            if len(held) >= cap:
+                self._slots[tenant_id] = held
+                return False
+            held[slot] = now + ttl_ms / 1000
+            self._slots[tenant_id] = held
+            return True
+
+    def release(self, tenant_id: str, slot: str) -> None:
+        with self._lock:
+            self._slots.get(tenant_id, {}).pop(slot, None)
+
+
+class TenantConcurrency(Middleware):
+    """Caps each tenant's messages in progress at `cap`; the rest wait a little and come back."""
+
+    def __init__(
+        self, slots: SlotStore, *, cap: int, slot_ttl_ms: int, requeue_delay_ms: tuple[int, int]
+    ) -> None:
+        self.slots = slots
+        self.cap = cap
+        self.slot_ttl_ms = slot_ttl_ms
+        self.requeue_delay_ms = requeue_delay_ms
+        self._held = threading.local()
+
+    def before_process_message(self, broker: Broker, message: Any) -> None:
+        tenant_id = message.options.get("tenant_id")
+        if not tenant_id or self.cap <= 0:
+            return
+        slot = uuid.uuid4().hex
+        if self.slots.acquire(tenant_id, slot, cap=self.cap, ttl_ms=self.slot_ttl_ms):
+            self._held.slot = (tenant_id, slot)
+            return
+        delay = random.randint(*self.requeue_delay_ms)
+        logger.debug("tenant %s is at its cap of %s; %s back in %s ms", tenant_id, self.cap, message, delay)
+        broker.enqueue(message._message.copy(), delay=delay)
+        raise SkipMessage()
+
+    def _release(self) -> None:
+        held = getattr(self._held, "slot", None)
+        if held is not None:
+            self._held.slot = None
+            self.slots.release(*held)
+
+    def after_process_message(
+        self, broker: Broker, message: Any, *, result: Any = None, exception: BaseException | None = None
+    ) -> None:
+        self._release()
+
+    def after_skip_message(self, broker: Broker, message: Any) -> None:
+        self._release()
