@@ -1,0 +1,86 @@
+"""Cooperative cancellation at every stage boundary: the job ends `cancelled`, no later stage runs,
+and none of its points remain. The stages are run one by one, as the pipeline would deliver them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+from ingest_worker import steps
+from ingest_worker.actors import STAGE_POLICIES
+from ingest_worker.resources import Resources
+from ingest_worker.runner import run_stage
+from shared import operations
+from shared.db import migrate
+from shared.models import Document, Job, JobStage
+from shared.queue import HALT, STAGES
+from shared.settings import Settings
+from shared.tenants import create_tenant
+from tests.pdfs import text_pdf
+
+WORK = {stage: getattr(steps, stage) for stage in STAGES}
+
+
+def new_job(res: Resources) -> tuple[str, str]:
+    with res.db.transaction() as session:
+        tenant, _ = create_tenant(session, "acme")
+        document = Document(
+            tenant_id=tenant.id, filename="a.pdf", sha256="1" * 64, size_bytes=1, object_key="doc.pdf"
+        )
+        session.add(document)
+        session.flush()
+        job = operations.create_job(session, tenant_id=tenant.id, document_id=document.id)
+        return tenant.id, job.id
+
+
+def run(res: Resources, job_id: str, stage: str) -> Any:
+    return run_stage(
+        res, job_id, stage, WORK[stage], policy=STAGE_POLICIES[stage][0], on_cancel=steps.delete_job_points
+    )
+
+
+@pytest.fixture
+def res(settings: Settings) -> Any:
+    migrate(settings.effective_database_url)
+    resources = Resources(settings)
+    resources.storage.put_bytes("doc.pdf", text_pdf(["Cancel me at any boundary. " * 40, "Page two. " * 40]))
+    yield resources
+    resources.vectors.close()
+
+
+@pytest.mark.parametrize("cancel_after", STAGES[:-1])
+def test_a_cancel_request_stops_the_job_at_the_next_stage_boundary(res: Resources, cancel_after: str) -> None:
+    tenant_id, job_id = new_job(res)
+    # Given a job that has run up to and including `cancel_after`
+    for stage in STAGES[: STAGES.index(cancel_after) + 1]:
+        assert run(res, job_id, stage) is None
+    # When the client cancels it
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        assert operations.cancel_job(session, job).status == "cancel_requested"
+    # Then the next stage does not run: the pipeline halts and the job is cancelled
+    following = STAGES[STAGES.index(cancel_after) + 1]
+    assert run(res, job_id, following) == HALT
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "cancelled"
+        ran = set(session.scalars(select(JobStage.stage).where(JobStage.job_id == job_id)))
+    assert ran == set(STAGES[: STAGES.index(cancel_after) + 1])
+    # And any later delivery halts too, and the job left no points behind
+    assert run(res, job_id, STAGES[-1]) == HALT
+    store = res.vectors
+    collection = store.collection(res.embedder.model_name, res.embedder.dimension)
+    assert store.count(collection, tenant_id, job_id=job_id) == 0
+
+
+def test_a_cancelled_queued_job_never_starts(res: Resources) -> None:
+    _, job_id = new_job(res)
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and operations.cancel_job(session, job).status == "cancelled"
+    assert run(res, job_id, "validate") == HALT
+    with res.db.transaction() as session:
+        assert session.scalars(select(JobStage).where(JobStage.job_id == job_id)).first() is None
