@@ -96,14 +96,17 @@ gateway: $(RUNTIME_STAMP)
 
 # Without a Qdrant URL only one single-threaded process may own the local Qdrant folder, so the
 # index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index.
+# QUEUES="ocr" (any of ingest ocr index bulk webhooks) runs one pool for just those queues.
 WORKER_PROCESSES ?= 2
 WORKER_THREADS ?= 2
 worker: $(RUNTIME_STAMP) tesseract model
-	@if [ -n "$$INGEST_QDRANT_URL" ]; then \
-	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index; \
+	@if [ -n "$(QUEUES)" ]; then \
+	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q $(QUEUES); \
+	elif [ -n "$$INGEST_QDRANT_URL" ]; then \
+	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index bulk; \
 	else \
 	  trap 'kill 0' INT TERM EXIT; \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr bulk & \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index & \
 	  wait; \
 	fi
