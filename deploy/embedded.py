@@ -41,9 +41,7 @@ def main() -> None:
         if requeued:
             logger.info("re-queued %s unfinished job(s) from before the restart", requeued)
     publisher = Publisher(broker)
-    loop = MaintenanceLoop(
-        resources.db, Relay(resources.db.sessions, publisher), interval_s=settings.maintenance_interval_s
-    )
+    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, publisher), settings)
     loop.run_once()
     loop.start_thread()
     worker = start_worker(broker, threads=settings.worker_threads)

@@ -1,4 +1,4 @@
-"""The maintenance loop: the one home of periodic duties (publishing the outbox, for now).
+"""The maintenance loop: the one home of periodic duties (resuming lost jobs, publishing the outbox).
 
 A thread of the embedded process; its own process in production (`python -m
 ingest_worker.maintenance`). Safe to run more than once: outbox rows are claimed by
@@ -13,7 +13,8 @@ import threading
 
 from sqlalchemy import select
 
-from shared import outbox
+from ingest_worker.sweeper import sweep
+from shared import jobs, outbox
 from shared.db import Database
 from shared.jobs import ACTIVE, done_stages
 from shared.models import Job, OutboxMessage
@@ -27,13 +28,17 @@ logger = logging.getLogger(__name__)
 class MaintenanceLoop:
     """Runs the periodic duties every `interval_s` seconds until stopped."""
 
-    def __init__(self, db: Database, relay: Relay, *, interval_s: float) -> None:
+    def __init__(self, db: Database, relay: Relay, settings: Settings) -> None:
         self.db = db
         self.relay = relay
-        self.interval_s = interval_s
+        self.settings = settings
+        self.interval_s = settings.maintenance_interval_s
         self.stopped = threading.Event()
 
     def run_once(self) -> None:
+        resumed = sweep(self.db, self.settings)
+        if resumed:
+            logger.warning("sweeper resumed %s job(s)", resumed)
         published = self.relay.publish_pending()
         if published:
             logger.info("relay published %s outbox message(s)", published)
@@ -69,6 +74,8 @@ def requeue_unfinished(db: Database) -> int:
         for job in session.scalars(select(Job).where(Job.status.in_([s.value for s in ACTIVE]))):
             if job.id in pending:
                 continue
+            # Whatever lease it held belonged to the process that stopped.
+            jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at)
             done = set(done_stages(session, job.id))
             stages = stages_of(job.kind)
             next_stage = next((s for s in stages if s not in done), stages[-1])
@@ -83,9 +90,7 @@ def main() -> None:
     settings = Settings.from_env()
     setup_logging(settings)
     db = Database.from_settings(settings)
-    loop = MaintenanceLoop(
-        db, Relay(db.sessions, Publisher(make_broker(settings))), interval_s=settings.maintenance_interval_s
-    )
+    loop = MaintenanceLoop(db, Relay(db.sessions, Publisher(make_broker(settings))), settings)
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     signal.signal(signal.SIGINT, lambda *_: loop.stop())
     logger.info("maintenance loop running every %ss", settings.maintenance_interval_s)

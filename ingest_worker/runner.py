@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -77,6 +78,40 @@ def _stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
     return None
 
 
+def _held_by_another_worker(job: Job, stage: str) -> bool:
+    """A duplicate delivery of a stage that a live worker is running right now."""
+    return (
+        job.status == S.RUNNING.value
+        and job.stage == stage
+        and job.lease_expires_at is not None
+        and job.lease_expires_at > utcnow()
+    )
+
+
+@contextlib.contextmanager
+def _lease(res: Resources, job_id: str, stage: str) -> Iterator[None]:
+    """Renew the job's lease while the stage runs, so the maintenance loop knows this worker lives."""
+    lease_s = res.settings.lease_s
+    stop = threading.Event()
+
+    def renew() -> None:
+        while not stop.wait(lease_s / 3):
+            try:
+                with res.db.transaction() as session:
+                    if not jobs.renew_lease(session, job_id, stage, lease_s=lease_s):
+                        return
+            except Exception:
+                logger.warning("job %s: could not renew the lease of %s", job_id, stage, exc_info=True)
+
+    thread = threading.Thread(target=renew, name=f"lease-{job_id[:8]}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 def check_not_cancelled(res: Resources, job_id: str) -> None:
     """Raise `JobCancelledError` when the job was asked to stop: called between batches of a long
     stage, so a cancel does not wait for the whole stage."""
@@ -120,16 +155,22 @@ def run_stage(
                     error_message=reason.message,
                 )
                 return HALT
+            if _held_by_another_worker(job, stage):
+                logger.info(
+                    "job %s: %s is running under a live lease elsewhere; duplicate dropped", job_id, stage
+                )
+                return HALT
             if not jobs.claim_stage(session, job_id, stage):
                 logger.info("job %s: stage %s already done; handing on", job_id, stage)
                 return None
-            snapshot = jobs.start_stage(session, job_id, stage)
+            snapshot = jobs.start_stage(session, job_id, stage, lease_s=res.settings.lease_s)
     if cancelled:
         on_cancel(res, job_id)
         return HALT
 
     try:
-        result = work(res, snapshot)
+        with _lease(res, job_id, stage):
+            result = work(res, snapshot)
     except JobCancelledError:
         _cancel(res, job_id, on_cancel)
         return HALT

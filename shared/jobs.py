@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -149,6 +150,9 @@ def transition(
     values: dict[str, Any] = {"status": to.value, **fields}
     if to in TERMINAL:
         values.setdefault("finished_at", utcnow())
+    if to != S.RUNNING:
+        # No stage runs in any other state, so no worker holds the job.
+        values.setdefault("lease_expires_at", None)
     snapshot = _write(session, job_id, expected_values, values)
     record_event(session, snapshot, event or EVENT_FOR_STATUS[to])
     return snapshot
@@ -196,13 +200,18 @@ def claim_stage(session: Session, job_id: str, stage: str) -> bool:
     return session.execute(stmt).first() is not None
 
 
-def start_stage(session: Session, job_id: str, stage: str) -> JobSnapshot:
-    """The job enters `stage` (running); the first stage of a queued job emits `job.started`."""
+def start_stage(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> JobSnapshot:
+    """The job enters `stage` (running) under a lease; the first stage of a queued job emits
+    `job.started`."""
     job = session.get(Job, job_id)
     if job is None:
         raise StaleTransitionError()
     first_start = job.status == S.QUEUED.value
-    values: dict[str, Any] = {"stage": stage, "attempts": Job.attempts + 1 if first_start else Job.attempts}
+    values: dict[str, Any] = {
+        "stage": stage,
+        "attempts": Job.attempts + 1 if first_start else Job.attempts,
+        "lease_expires_at": utcnow() + timedelta(seconds=lease_s),
+    }
     if job.started_at is None:
         values["started_at"] = utcnow()
     event = "job.started" if first_start else "job.resumed" if job.status == S.RETRYING.value else None
@@ -238,12 +247,43 @@ def finish_stage(
             session,
             job_id,
             [S.RUNNING.value],
-            {"stage": stage, "progress": stage_progress(stage), **counters},
+            {"stage": stage, "progress": stage_progress(stage), "lease_expires_at": None, **counters},
         )
     except StaleTransitionError:
         return None
     record_event(session, snapshot, "job.stage_completed")
     return snapshot
+
+
+def renew_lease(session: Session, job_id: str, stage: str, *, lease_s: float) -> bool:
+    """Extend the lease of the worker running `stage`; False once the job has moved on.
+
+    Not a transition: the status does not change, so `seq` does not move and no event is written.
+    """
+    result = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            Job.status == S.RUNNING.value,
+            Job.stage == stage,
+            Job.lease_expires_at.is_not(None),
+        )
+        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_recovered(session: Session, job_id: str, *, expected_updated_at: datetime) -> bool:
+    """Count one recovery of a job whose worker or message was lost, if nobody touched it since
+    the sweeper looked (compare-and-set on `updated_at`); the job's status does not change."""
+    result = session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.updated_at == expected_updated_at)
+        .values(recoveries=Job.recoveries + 1, lease_expires_at=None, updated_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def done_stages(session: Session, job_id: str) -> list[str]:

@@ -155,7 +155,11 @@ class Job(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(DateTime)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # Set while a worker runs one of the job's stages, renewed while it lives; an expired lease
+    # means the worker died, and the maintenance loop resumes the job.
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # How many times the maintenance loop has resumed this job after a lost worker or message.
+    recoveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 

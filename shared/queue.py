@@ -120,6 +120,7 @@ def make_broker(settings: Settings, middleware: list[Middleware] | None = None) 
             middleware=middleware,
             namespace=settings.broker_namespace,
             heartbeat_timeout=settings.redis_heartbeat_timeout_s * 1000,
+            maintenance_chance=settings.redis_maintenance_chance,
         )
     elif url.startswith(("amqp://", "amqps://")):
         from dramatiq.brokers.rabbitmq import RabbitmqBroker

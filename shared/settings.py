@@ -30,7 +30,10 @@ class Settings:
     # Prefix of the broker's keys and queues, so several deployments can share one Redis.
     broker_namespace: str = "dramatiq"
     # Redis broker: seconds without a heartbeat after which a dead worker's messages are requeued.
-    redis_heartbeat_timeout_s: int = 30
+    redis_heartbeat_timeout_s: int = 15
+    # Chance (out of 1,000,000) that a Redis consumer runs the broker's maintenance on a fetch, which
+    # is what requeues a dead worker's messages; Dramatiq's default (1,000) takes minutes.
+    redis_maintenance_chance: int = 20_000
 
     # Object storage: "local" (a directory) or "s3" (any S3 API server through boto3).
     storage_backend: str = "local"
@@ -86,6 +89,14 @@ class Settings:
     job_deadline_per_page_s: int = 30
     # Messages of one tenant processed at once across every worker (0: no cap).
     tenant_max_concurrency: int = 2
+    # Recovery: a running stage holds a lease renewed while its worker lives; the maintenance loop
+    # resumes a job whose lease expired, whose next stage never started after `handoff_stall_s`, or
+    # that waited queued or retrying for `requeue_after_s` (a lost message), at most
+    # `max_recoveries` times before it is dead-lettered with `worker_lost`.
+    lease_s: int = 30
+    handoff_stall_s: int = 60
+    requeue_after_s: int = 900
+    max_recoveries: int = 3
     # Limits of the child process that parses or renders a PDF (validate, extract; OCR gets
     # parse_timeout_s plus ocr_timeout_s per page). Past them the child is killed, not the worker.
     parse_timeout_s: int = 120

@@ -12,8 +12,9 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
+import ingest_worker.actors as actors
 from gateway.app import create_app
-from ingest_worker.broker import setup_broker, start_worker
+from ingest_worker.broker import build_broker, start_worker
 from ingest_worker.resources import Resources, configure
 from shared.db import migrate
 from shared.models import JobEvent, JobStage
@@ -34,11 +35,9 @@ TERMINAL = {"completed", "failed", "dead_lettered", "cancelled"}
 
 @pytest.fixture(scope="module")
 def broker() -> Iterator[Any]:
-    """One in-process broker with the worker's middleware and the actors declared on it."""
-    settings = Settings()
-    broker = setup_broker(settings)
-    import ingest_worker.actors  # noqa: F401
-
+    """An in-process broker with the worker's middleware and every actor declared on it."""
+    broker = build_broker(Settings())
+    actors.declare_on(broker)
     yield broker
     broker.flush_all()
 

@@ -190,7 +190,11 @@ def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
     )
     # When the maintenance loop runs against the broker that is up
     db = Database(prod_settings.database_url)
-    loop = MaintenanceLoop(db, Relay(db.sessions, Publisher(make_broker(prod_settings))), interval_s=0.2)
+    loop = MaintenanceLoop(
+        db,
+        Relay(db.sessions, Publisher(make_broker(prod_settings))),
+        prod_settings.replace(maintenance_interval_s=0.2),
+    )
     loop.start_thread()
     try:
         # Then the job runs to completion
