@@ -34,12 +34,12 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
 	@touch $@
 
 tesseract:
-	@command -v tesseract >/dev/null 2>&1 || { \
+	@{ command -v tesseract >/dev/null 2>&1 && { ! command -v apt-get >/dev/null 2>&1 || test -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf; }; } || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing tesseract-ocr with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	    echo "installing tesseract-ocr (and the DejaVu fonts the tests draw with) with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr fonts-dejavu-core >/dev/null; \
 	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && command -v apt-get >/dev/null 2>&1; then \
-	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr >/dev/null; \
+	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr fonts-dejavu-core >/dev/null; \
 	  else \
 	    echo "tesseract is missing: install it (Debian/Ubuntu: apt-get install tesseract-ocr;" \
 	         "macOS: brew install tesseract). Scanned pages cannot be read without it." >&2; \
