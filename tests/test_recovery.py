@@ -1,0 +1,226 @@
+"""Recovery: a lost hand-off between stages, and a worker killed with SIGKILL in the middle of a stage.
+Every job still completes, no stage before the lost one runs again, and no point is duplicated."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import select
+
+import ingest_worker.actors as actors
+from gateway.app import create_app
+from ingest_worker import steps
+from ingest_worker.broker import build_broker, start_worker
+from ingest_worker.maintenance import MaintenanceLoop
+from ingest_worker.resources import Resources, configure
+from ingest_worker.runner import run_stage
+from shared import operations
+from shared.db import Database, migrate
+from shared.models import Document, Job, JobStage, OutboxMessage, utcnow
+from shared.outbox import Relay
+from shared.queue import Publisher, make_broker
+from shared.settings import Settings
+from shared.tenants import create_tenant
+from tests import openai_server
+from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
+from tests.openai_server import OpenAIServer
+from tests.pdfs import text_pdf
+
+pytestmark = pytest.mark.slow
+
+
+def stage_attempts(db: Database, job_id: str) -> dict[str, int]:
+    with db.transaction() as session:
+        return dict(
+            session.execute(select(JobStage.stage, JobStage.attempts).where(JobStage.job_id == job_id)).all()
+        )  # type: ignore[arg-type]
+
+
+def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def job_status(db: Database, job_id: str) -> tuple[str, str | None]:
+    with db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        return job.status, job.stage
+
+
+def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
+    # Given an embedded service whose maintenance loop resumes hand-offs stalled for a second
+    settings = settings.replace(handoff_stall_s=1, maintenance_interval_s=0.2)
+    migrate(settings.effective_database_url)
+    resources = Resources(settings)
+    configure(resources)
+    broker = build_broker(settings)
+    actors.declare_on(broker)
+    resources.storage.put_bytes("doc.pdf", text_pdf(["A hand-off that was lost. " * 30]))
+    with resources.db.transaction() as session:
+        tenant, _ = create_tenant(session, "acme")
+        document = Document(
+            tenant_id=tenant.id, filename="a.pdf", sha256="2" * 64, size_bytes=1, object_key="doc.pdf"
+        )
+        session.add(document)
+        session.flush()
+        job_id = operations.create_job(session, tenant_id=tenant.id, document_id=document.id).id
+    # When its first stage runs and finishes, but the next stage is never enqueued
+    policy = actors.STAGE_POLICIES["validate"][0]
+    run_stage(resources, job_id, "validate", steps.validate, policy=policy, on_cancel=steps.delete_job_points)
+    with resources.db.transaction() as session:  # the first message counts as delivered
+        for row in session.scalars(select(OutboxMessage).where(OutboxMessage.job_id == job_id)):
+            row.published_at = utcnow()
+    worker = start_worker(broker, threads=1, worker_timeout_ms=50)
+    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, Publisher(broker)), settings)
+    loop.start_thread()
+    try:
+        # Then the sweeper resumes it from the next stage and it completes
+        wait_for(lambda: job_status(resources.db, job_id)[0] == "completed", 60, "the job to complete")
+    finally:
+        loop.stop()
+        worker.stop()
+        resources.vectors.close()
+    attempts = stage_attempts(resources.db, job_id)
+    assert attempts["validate"] == 1 and len(attempts) == 7
+    with resources.db.transaction() as session:
+        assert session.get(Job, job_id).recoveries == 1  # type: ignore[union-attr]
+
+
+# --- A worker process killed in the middle of a stage -------------------------------------------
+
+
+def worker_env(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INGEST_")}
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "INGEST_DATABASE_URL": settings.database_url,
+            "INGEST_BROKER_URL": settings.broker_url,
+            "INGEST_BROKER_NAMESPACE": settings.broker_namespace,
+            "INGEST_DATA_DIR": settings.data_dir,
+            "INGEST_QDRANT_PATH": settings.qdrant_path,
+            "INGEST_MODEL_CACHE_DIR": MODEL_CACHE_DIR,
+            "INGEST_EMBEDDER": settings.embedder,
+            "INGEST_OPENAI_API_KEY": settings.openai_api_key,
+            "INGEST_OPENAI_BASE_URL": settings.openai_base_url,
+            "INGEST_LEASE_S": str(settings.lease_s),
+            "INGEST_REDIS_HEARTBEAT_TIMEOUT_S": str(settings.redis_heartbeat_timeout_s),
+        }
+    )
+    return env
+
+
+def start_pool(settings: Settings, queues: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """A `dramatiq` pool in its own process group, so a kill takes its children too."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "dramatiq",
+            "ingest_worker.actors",
+            "--processes",
+            "1",
+            "--threads",
+            "1",
+            "-Q",
+            *queues,
+        ],
+        env=worker_env(settings),
+        cwd=ROOT,
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        proc.wait(timeout=30)
+
+
+@pytest.fixture
+def provider() -> Iterator[OpenAIServer]:
+    with OpenAIServer() as server:
+        yield server
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
+    settings: Settings,
+    pg_server_url: str,
+    pg_db: Database,
+    redis_url: str,
+    broker_namespace: str,
+    provider: OpenAIServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    settings = settings.replace(
+        database_url=pg_server_url,
+        broker_url=redis_url,
+        broker_namespace=broker_namespace,
+        qdrant_path=str(tmp_path / "qdrant"),
+        embedder="openai",
+        openai_api_key=provider.api_key,
+        openai_base_url=provider.base_url,
+        lease_s=4,
+        handoff_stall_s=5,
+        maintenance_interval_s=0.5,
+    )
+    app = create_app(settings, publisher=Publisher(make_broker(settings)))
+    key = tenant_key(app, "acme")
+    index_pool = start_pool(settings, ["index"], tmp_path / "index.log")
+    first = start_pool(settings, ["ingest", "ocr"], tmp_path / "first.log")
+    loop = MaintenanceLoop(pg_db, Relay(pg_db.sessions, Publisher(make_broker(settings))), settings)
+    loop.start_thread()
+    second = None
+    try:
+        # Given a job whose embed stage hangs on the provider
+        monkeypatch.setattr(openai_server, "STALL_S", 60.0)
+        provider.fail_next("stall")
+        response = app.test_client().post(
+            "/v1/documents",
+            headers=auth(key),
+            data={"file": (io.BytesIO(text_pdf(["Kill me mid-stage. " * 50])), "k.pdf")},
+        )
+        job_id = response.get_json()["job_id"]
+        wait_for(lambda: job_status(pg_db, job_id) == ("running", "embed"), 60, "the embed stage to start")
+        # When its worker is killed with SIGKILL, and another worker starts
+        kill_group(first)
+        killed_at = time.monotonic()
+        second = start_pool(settings, ["ingest", "ocr"], tmp_path / "second.log")
+        # Then the job completes
+        wait_for(
+            lambda: job_status(pg_db, job_id)[0] == "completed", 90, "the job to complete after the kill"
+        )
+        recovery_s = time.monotonic() - killed_at
+        print(f"recovered {recovery_s:.1f}s after SIGKILL")
+        # And the stages before embed did not run again, and every chunk has exactly one point
+        attempts = stage_attempts(pg_db, job_id)
+        assert all(attempts[s] == 1 for s in ("validate", "extract", "ocr", "chunk")), attempts
+        assert attempts["embed"] >= 2
+        with pg_db.transaction() as session:
+            job = session.get(Job, job_id)
+            assert job is not None and job.points == job.chunks > 0
+        assert recovery_s < 60
+    finally:
+        loop.stop()
+        for proc in (first, second, index_pool):
+            if proc is not None:
+                kill_group(proc, signal.SIGTERM)
