@@ -13,12 +13,13 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
+.PHONY: run test bench lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
 	@echo "make test     - the whole test suite"
 	@echo "make lint     - ruff and mypy"
+	@echo "make bench    - benchmarks, saved to docs/bench.md"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
@@ -57,6 +58,11 @@ run: $(RUNTIME_STAMP) tesseract model
 
 test: $(DEV_STAMP) tesseract model
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# Benchmarks: stage speeds, end-to-end times and the gateway's memory on a large upload; the table
+# is printed and saved to docs/bench.md. Needs Redis (127.0.0.1:6379) for the upload benchmark.
+bench: $(DEV_STAMP) tesseract model
+	$(PY) -m tests.bench.run
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,185 @@
+"""The benchmark results as Markdown: the machine, each stage alone, end to end, and the upload's memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.queue import STAGES
+from tests.bench.pipeline import POLL_INTERVAL_S, EndToEnd
+from tests.bench.stages import Embedding, Extraction, Ocr
+from tests.bench.upload_memory import TABLE_HEADER, UploadMemory, table_row
+
+# Measured earlier on such 2-core machines (ARCHITECTURE.md §10, README "The offline embedder").
+REFERENCE_EXTRACTION_PAGES_PER_S = 70.0
+REFERENCE_OCR_CPU_S_PER_PAGE = 2.2
+REFERENCE_EMBEDDING_CHUNKS_PER_S = {1: 19.0, 2: 37.0}
+# Above this one-minute load average at the start, something else was using the CPUs.
+BUSY_LOAD = 0.5
+
+
+@dataclass(frozen=True)
+class Results:
+    """Everything one `make bench` run measured."""
+
+    date: str
+    duration_s: float
+    machine: list[tuple[str, str]]
+    load: tuple[float, float]  # one-minute load average at the start and at the end
+    extraction: Extraction
+    ocr: Ocr
+    embeddings: list[Embedding]
+    cold: EndToEnd
+    text: EndToEnd
+    scan: EndToEnd
+    reference_floor_s: dict[str, float]  # EndToEnd.name → the earlier end-to-end figure
+    worker_threads: int  # of the embedded process
+    embed_threads: int  # onnxruntime threads of the embedded process's embedder
+    upload: UploadMemory
+
+
+def render(results: Results) -> str:
+    """The whole report."""
+    parts = [
+        "# Benchmarks",
+        f"Measured by `make bench` (`python -m tests.bench.run`) on {results.date}, in "
+        f"{results.duration_s:.0f} s. The reference column holds figures measured earlier on such "
+        "machines (ARCHITECTURE.md §10). Numbers move with the machine and with whatever else runs on it: "
+        "compare runs made on a quiet machine.",
+        _machine(results),
+        _stages(results),
+        _end_to_end(results),
+        _where_the_time_goes(results),
+        f"## Gateway memory during a {results.upload.mb} MB upload\n\n"
+        "`tests/bench/upload_memory.py`: gunicorn (one worker) on SQLite and a local object store, Redis "
+        "as the broker with no consumer, the file sent by curl; the worker's resident memory sampled every "
+        f"20 ms.\n\n{TABLE_HEADER}\n{table_row(results.upload)}",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def _machine(results: Results) -> str:
+    start, end = results.load
+    rows = [*results.machine, ("load average (1 min), start / end", f"{start:.2f} / {end:.2f}")]
+    table = "\n".join(f"| {what} | {value} |" for what, value in rows)
+    text = f"## Machine\n\n| | |\n| --- | --- |\n{table}"
+    if start > BUSY_LOAD:
+        text += (
+            f"\n\nThe machine was busy when the run started (load {start:.2f}): "
+            "these numbers are pessimistic."
+        )
+    return text
+
+
+def _stages(results: Results) -> str:
+    x, o = results.extraction, results.ocr
+    rows = [
+        (
+            "extraction",
+            f"`extract_pages` (pypdf), {x.pages}-page text PDF, best of 2",
+            f"{x.pages_per_s:.0f} pages/s ({x.wall_s:.2f} s)",
+            f"~{REFERENCE_EXTRACTION_PAGES_PER_S:.0f} pages/s",
+        ),
+        (
+            "OCR",
+            f"`ocr_pages`, {o.pages} pages of a {o.dpi}-dpi scan",
+            f"{o.cpu_s_per_page:.2f} CPU-s/page (tesseract {o.tesseract_cpu_s / o.pages:.2f}, rendering "
+            f"and image preparation {o.render_cpu_s / o.pages:.2f}); {o.wall_s_per_page:.2f} s/page wall",
+            f"~{REFERENCE_OCR_CPU_S_PER_PAGE} CPU-s/page",
+        ),
+    ]
+    for e in results.embeddings:
+        rows.append(
+            (
+                "embedding",
+                f"`LocalEmbedder`, {e.chunks} chunks of {e.mean_tokens:.0f} tokens, batches of 32, "
+                f"{e.threads} thread{'s' if e.threads > 1 else ''}",
+                f"{e.chunks_per_s:.1f} chunks/s",
+                f"~{REFERENCE_EMBEDDING_CHUNKS_PER_S.get(e.threads, 0):.0f} chunks/s",
+            )
+        )
+    body = "\n".join(f"| {' | '.join(row)} |" for row in rows)
+    return (
+        "## Stages on their own\n\nIn the benchmark's own process, one document at a time.\n\n"
+        f"| stage | how | measured | reference |\n| --- | --- | --- | --- |\n{body}"
+    )
+
+
+def floor_s(run: EndToEnd, results: Results) -> float:
+    """What the stage benchmarks say the document must cost at least: extraction, OCR and embedding."""
+    one_thread = next(e for e in results.embeddings if e.threads == 1)
+    return (
+        run.pages / results.extraction.pages_per_s
+        + run.ocr_pages * results.ocr.wall_s_per_page
+        + run.chunks / one_thread.chunks_per_s
+    )
+
+
+def _end_to_end(results: Results) -> str:
+    labels = {
+        results.cold.name: "1-page text PDF, the first job (cold)",
+        results.text.name: f"{results.text.pages}-page text PDF",
+        results.scan.name: f"{results.scan.pages}-page scan, {results.ocr.dpi} dpi",
+    }
+    header = (
+        "| document | pages | OCR pages | chunks | end to end | "
+        + " | ".join(STAGES)
+        + " | sum of stages | hop overhead | floor from the stage benchmarks | reference |\n"
+        + "| --- " * (len(STAGES) + 9)
+        + "|"
+    )
+    rows = []
+    for run in (results.cold, results.text, results.scan):
+        reference = results.reference_floor_s.get(run.name)
+        rows.append(
+            f"| {labels[run.name]} | {run.pages} | {run.ocr_pages} | {run.chunks} | {run.client_s:.2f} s | "
+            + " | ".join(f"{run.stages.get(stage, 0.0):.2f}" for stage in STAGES)
+            + f" | {run.stages_s:.2f} s | {run.hop_overhead_s:.2f} s | {floor_s(run, results):.1f} s "
+            f"| {f'~{reference:.0f} s' if reference else ''} |"
+        )
+    split_header = (
+        "| document | upload → job row | job row → first stage | between stages (6 hops) | "
+        "last stage → completion seen | hop overhead |\n| --- | --- | --- | --- | --- | --- |"
+    )
+    split_rows = [
+        f"| {labels[run.name]} | {run.upload_s:.3f} s | {run.queued_s:.3f} s | {run.between_stages_s:.3f} s "
+        f"| {run.completion_seen_s:.3f} s | {run.hop_overhead_s:.3f} s |"
+        for run in (results.cold, results.text, results.scan)
+    ]
+    return (
+        "## End to end, embedded topology\n\n"
+        "The real `deploy/embedded.py` process (waitress, the in-process broker with "
+        f"{results.worker_threads} worker threads, SQLite, a local object store, Qdrant local mode, the "
+        f"offline embedder with {results.embed_threads} onnxruntime thread(s)) started on a free port; "
+        "each document uploaded alone over HTTP and its job polled every "
+        f"{POLL_INTERVAL_S * 1000:.0f} ms until `completed`. Stage seconds come from the `job_stages` "
+        "rows; the hop overhead is the end-to-end time minus the sum of the stages. The floor adds up "
+        "extraction, OCR (wall per page) and embedding (one thread, the default) at the rates measured "
+        "above.\n\n"
+        + "\n".join([header, *rows])
+        + "\n\nThe hop overhead, split:\n\n"
+        + "\n".join([split_header, *split_rows])
+    )
+
+
+def _where_the_time_goes(results: Results) -> str:
+    text, scan, cold = results.text, results.scan, results.cold
+    embed, ocr = text.stages["embed"], scan.stages["ocr"]
+    lines = [
+        f"- {text.pages}-page text PDF: embedding takes {embed:.1f} s of {text.client_s:.1f} s "
+        f"({_share(embed, text.client_s)}), {text.chunks / embed:.1f} chunks/s; extraction "
+        f"{text.stages['extract']:.2f} s, chunking {text.stages['chunk']:.2f} s, indexing "
+        f"{text.stages['index']:.2f} s.",
+        f"- {scan.pages}-page scan: OCR takes {ocr:.1f} s of {scan.client_s:.1f} s "
+        f"({_share(ocr, scan.client_s)}), {ocr / max(scan.ocr_pages, 1):.2f} s per page; embedding "
+        f"{scan.stages['embed']:.1f} s.",
+        f"- Between the stages and around them: {text.hop_overhead_s:.2f} s for the text PDF, "
+        f"{scan.hop_overhead_s:.2f} s for the scan, of which up to {POLL_INTERVAL_S * 1000:.0f} ms is the "
+        "client's polling.",
+        f"- The first job after start-up took {cold.client_s:.2f} s for one page: validate "
+        f"{cold.stages['validate']:.2f} s and extract {cold.stages['extract']:.2f} s.",
+    ]
+    return "## Where the time goes\n\n" + "\n".join(lines)
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole else "n/a"

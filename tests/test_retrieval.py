@@ -1,0 +1,131 @@
+"""Retrieval quality end to end: paraphrased questions over a small generated corpus must find the chunk
+that holds their answer among the top five search results (recall@5), on the embedded topology."""
+
+from __future__ import annotations
+
+import io
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import dramatiq
+import pytest
+from flask import Flask
+from flask.testing import FlaskClient
+
+from gateway.app import create_app
+from ingest_worker.broker import get_broker
+from ingest_worker.resources import Resources, configure
+from shared.db import migrate
+from shared.queue import Publisher
+from shared.settings import Settings
+from shared.tenants import create_tenant
+from tests.pdfs import text_pdf
+from tests.retrieval_corpus import CORPUS, QUESTIONS
+from tests.text_metrics import squash_whitespace
+
+pytestmark = pytest.mark.slow
+
+MIN_RECALL_AT_5 = 0.9
+TOP_K = 5
+# Below this many chunks the top five would hold most of the right document whatever the ranking.
+MIN_CHUNKS = 40
+TERMINAL = {"completed", "failed", "dead_lettered", "cancelled"}
+
+
+@pytest.fixture
+def service(settings: Settings) -> Iterator[tuple[Flask, Resources]]:
+    """The embedded process's parts, as deploy/embedded.py wires them, with two worker threads."""
+    # Dramatiq declares actors on the broker that is current when ingest_worker.actors is first imported,
+    # once per process: use that broker, whichever test module built it.
+    import ingest_worker.actors  # noqa: F401
+
+    broker = get_broker()
+    migrate(settings.effective_database_url)
+    resources = Resources(settings)
+    configure(resources)
+    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=50)
+    worker.start()
+    app = create_app(
+        settings,
+        publisher=Publisher(broker),
+        db=resources.db,
+        vectors=resources.vectors,
+        embedder=resources.embedder,
+    )
+    try:
+        yield app, resources
+    finally:
+        worker.stop()
+        broker.flush_all()
+        resources.vectors.close()
+
+
+def wait_completed(
+    client: FlaskClient, locations: list[str], key: str, timeout_s: float = 45
+) -> list[dict[str, Any]]:
+    """Wait until every job is final, assert that each one completed and return them."""
+    deadline = time.monotonic() + timeout_s
+    pending = set(locations)
+    done: list[dict[str, Any]] = []
+    while pending and time.monotonic() < deadline:
+        for location in sorted(pending):
+            job = client.get(location, headers={"Authorization": f"Bearer {key}"}).get_json()
+            if job["status"] in TERMINAL:
+                assert job["status"] == "completed", job
+                pending.discard(location)
+                done.append(job)
+        time.sleep(0.05)
+    assert not pending, f"jobs not final within {timeout_s}s: {sorted(pending)}"
+    return done
+
+
+def search(client: FlaskClient, key: str, question: str) -> list[dict[str, Any]]:
+    response = client.get(
+        "/v1/search", query_string={"q": question, "top_k": TOP_K}, headers={"Authorization": f"Bearer {key}"}
+    )
+    assert response.status_code == 200, response.get_json()
+    return response.get_json()["results"]
+
+
+def test_paraphrased_questions_find_their_answer_in_the_top_five(service: tuple[Flask, Resources]) -> None:
+    app, resources = service
+    client = app.test_client()
+    with resources.db.transaction() as session:
+        _, key = create_tenant(session, "retrieval")
+    # Given a corpus where each answer sentence occurs exactly once
+    corpus_text = squash_whitespace(" ".join(page for pages in CORPUS.values() for page in pages))
+    for _, answer in QUESTIONS:
+        assert corpus_text.count(squash_whitespace(answer)) == 1, answer
+    # And the eight documents ingested through the gateway and the whole pipeline
+    locations = []
+    for name, pages in CORPUS.items():
+        response = client.post(
+            "/v1/documents",
+            headers={"Authorization": f"Bearer {key}"},
+            data={"file": (io.BytesIO(text_pdf(pages)), name)},
+        )
+        assert response.status_code == 202, response.get_json()
+        locations.append(response.headers["Location"])
+    jobs = wait_completed(client, locations, key)
+    chunks = sum(job["counters"]["chunks"] for job in jobs)
+    assert chunks >= MIN_CHUNKS, chunks
+
+    # When every question is asked through the search API
+    misses, first = [], 0
+    for question, answer in QUESTIONS:
+        texts = [squash_whitespace(hit["text"]) for hit in search(client, key, question)]
+        hits = [squash_whitespace(answer) in text for text in texts]
+        first += bool(hits) and hits[0]
+        if not any(hits):
+            misses.append(question)
+
+    # Then at least 90% of them find a chunk holding their answer among the top five
+    recall = 1 - len(misses) / len(QUESTIONS)
+    print(
+        f"\nrecall@{TOP_K} = {recall:.3f} ({len(QUESTIONS) - len(misses)}/{len(QUESTIONS)} questions, "
+        f"{chunks} chunks); recall@1 = {first / len(QUESTIONS):.3f}"
+    )
+    for question in misses:
+        print(f"  missed: {question}")
+    assert recall >= MIN_RECALL_AT_5, misses
