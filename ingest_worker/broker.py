@@ -13,8 +13,10 @@ from dramatiq.middleware import (
     TimeLimit,
 )
 
+from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
+from ingest_worker.resources import current
 from shared.queue import make_broker
 from shared.settings import Settings
 
@@ -53,6 +55,7 @@ def build_broker(settings: Settings) -> Broker:
     """The broker the settings name, with the worker's middleware."""
     broker = make_broker(settings, middleware=worker_middleware())
     broker.add_middleware(tenant_concurrency(broker, settings))
+    broker.add_middleware(HandOffs(lambda: current(settings)))
     return broker
 
 

@@ -13,7 +13,7 @@ import threading
 
 from sqlalchemy import select
 
-from ingest_worker.sweeper import sweep
+from ingest_worker.sweeper import BrokerEpoch, sweep
 from shared import jobs, outbox
 from shared.db import Database
 from shared.jobs import ACTIVE, done_stages
@@ -33,10 +33,14 @@ class MaintenanceLoop:
         self.relay = relay
         self.settings = settings
         self.interval_s = settings.maintenance_interval_s
+        self.epoch = BrokerEpoch(relay.publisher.broker, settings.broker_namespace)
         self.stopped = threading.Event()
 
     def run_once(self) -> None:
-        resumed = sweep(self.db, self.settings)
+        broker_lost = self.epoch.lost()
+        if broker_lost:
+            logger.error("the broker lost its messages; publishing every waiting job again")
+        resumed = sweep(self.db, self.settings, broker_lost=broker_lost)
         if resumed:
             logger.warning("sweeper resumed %s job(s)", resumed)
         published = self.relay.publish_pending()

@@ -274,13 +274,31 @@ def renew_lease(session: Session, job_id: str, stage: str, *, lease_s: float) ->
     return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
-def mark_recovered(session: Session, job_id: str, *, expected_updated_at: datetime) -> bool:
-    """Count one recovery of a job whose worker or message was lost, if nobody touched it since
-    the sweeper looked (compare-and-set on `updated_at`); the job's status does not change."""
+def record_hand_off(session: Session, job_id: str) -> None:
+    """The job's next stage message is in the broker (not a transition: no `seq`, no event)."""
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == S.RUNNING.value)
+        .values(handed_on_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def mark_recovered(
+    session: Session, job_id: str, *, expected_updated_at: datetime, counted: bool = True
+) -> bool:
+    """Note that a job whose worker or message was lost is being resumed, if nobody touched it
+    since the sweeper looked (compare-and-set on `updated_at`); the status does not change.
+    `counted` recoveries add up towards dead-lettering."""
     result = session.execute(
         update(Job)
         .where(Job.id == job_id, Job.updated_at == expected_updated_at)
-        .values(recoveries=Job.recoveries + 1, lease_expires_at=None, updated_at=utcnow())
+        .values(
+            recoveries=Job.recoveries + (1 if counted else 0),
+            lease_expires_at=None,
+            handed_on_at=None,
+            updated_at=utcnow(),
+        )
         .execution_options(synchronize_session=False)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]

@@ -158,6 +158,9 @@ class Job(Base):
     # Set while a worker runs one of the job's stages, renewed while it lives; an expired lease
     # means the worker died, and the maintenance loop resumes the job.
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # When a worker last handed the job on to its next stage's message (after the broker took it);
+    # a finished stage with no hand-off after it means the hand-off was lost.
+    handed_on_at: Mapped[datetime | None] = mapped_column(DateTime)
     # How many times the maintenance loop has resumed this job after a lost worker or message.
     recoveries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     cancel_requested_at: Mapped[datetime | None] = mapped_column(DateTime)

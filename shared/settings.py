@@ -89,13 +89,13 @@ class Settings:
     job_deadline_per_page_s: int = 30
     # Messages of one tenant processed at once across every worker (0: no cap).
     tenant_max_concurrency: int = 2
-    # Recovery: a running stage holds a lease renewed while its worker lives; the maintenance loop
-    # resumes a job whose lease expired, whose next stage never started after `handoff_stall_s`, or
-    # that waited queued or retrying for `requeue_after_s` (a lost message), at most
-    # `max_recoveries` times before it is dead-lettered with `worker_lost`.
+    # Recovery (ingest_worker/sweeper.py): a running stage holds a lease renewed while its worker
+    # lives; a job whose lease expired, or whose finished stage was not handed on within
+    # `handoff_stall_s`, is resumed (at most `max_recoveries` times, then `worker_lost`); a job
+    # that waited for a message `requeue_after_s` without progress is published again.
     lease_s: int = 30
-    handoff_stall_s: int = 60
-    requeue_after_s: int = 900
+    handoff_stall_s: int = 30
+    requeue_after_s: int = 3600
     max_recoveries: int = 3
     # Limits of the child process that parses or renders a PDF (validate, extract; OCR gets
     # parse_timeout_s plus ocr_timeout_s per page). Past them the child is killed, not the worker.
