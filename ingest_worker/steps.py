@@ -11,9 +11,11 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 import numpy as np
 
+from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
 from ingest_worker.runner import StageResult
 from ingest_worker.stages.chunk import chunk_pages
@@ -66,7 +68,14 @@ def _max_pages(res: Resources, job: JobSnapshot) -> int:
 
 def validate(res: Resources, job: JobSnapshot) -> StageResult:
     with _original(res, job) as path:
-        report = validate_pdf(path, max_pages=_max_pages(res, job))
+        # Parsing runs in a child process with its own time and memory limits (see isolation.py).
+        report = run_isolated(
+            validate_pdf,
+            path,
+            max_pages=_max_pages(res, job),
+            timeout_s=res.settings.parse_timeout_s,
+            memory_mb=res.settings.parse_memory_mb,
+        )
     with res.db.transaction() as session:
         document = session.get(Document, job.document_id)
         if document is not None:
@@ -76,7 +85,13 @@ def validate(res: Resources, job: JobSnapshot) -> StageResult:
 
 def extract(res: Resources, job: JobSnapshot) -> StageResult:
     with _original(res, job) as path:
-        pages = extract_pages(path, min_chars=res.settings.ocr_min_chars_per_page)
+        pages = run_isolated(
+            extract_pages,
+            path,
+            min_chars=res.settings.ocr_min_chars_per_page,
+            timeout_s=res.settings.parse_timeout_s,
+            memory_mb=res.settings.parse_memory_mb,
+        )
     key = artifact_key(job.id, "pages.json")
     res.storage.put_bytes(key, pages_to_json(pages))
     return StageResult(fields={"ocr_pages": sum(p.needs_ocr for p in pages)}, artifact_key=key)
@@ -88,12 +103,18 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
     if wanted:
         settings = res.settings
         with _original(res, job) as path:
-            texts = ocr_pages(
-                path,
-                wanted,
-                dpi=settings.ocr_dpi,
-                languages=settings.ocr_languages,
-                timeout_s=settings.ocr_timeout_s,
+            # Opening and rendering get the parse budget; each page adds tesseract's own.
+            texts = run_isolated(
+                partial(
+                    ocr_pages,
+                    path,
+                    wanted,
+                    dpi=settings.ocr_dpi,
+                    languages=settings.ocr_languages,
+                    timeout_s=settings.ocr_timeout_s,
+                ),
+                timeout_s=settings.parse_timeout_s + settings.ocr_timeout_s * len(wanted),
+                memory_mb=settings.parse_memory_mb,
             )
         pages = [
             PageText(number=p.number, text=texts.get(p.number, ""), needs_ocr=False, source="ocr")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
+from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
 from ingest_worker.stages.models import ValidationReport
 from shared.errors import (
     EmptyFileError,
@@ -15,11 +17,18 @@ from shared.errors import (
     IngestError,
     InvalidPdfError,
     NotAPdfError,
+    PageCountMismatchError,
     PdfLimitError,
-    TooManyPagesError,
+    TooManyObjectsError,
+    TruncatedPdfError,
 )
 
 PDF_MAGIC = b"%PDF-"
+DEFAULT_LIMITS = PdfLimits()
+# Where a whole PDF keeps its end-of-file marker, and how far into a file its first objects appear.
+_TAIL_BYTES = 1024
+_HEAD_BYTES = 65536
+_OBJECT_HEADER = re.compile(rb"\d+\s+\d+\s+obj\b")
 
 # What pypdf lets escape on hostile or broken files besides its own errors: parsers deep in the library
 # index, unpack and recurse on attacker-controlled structures without checking them first.
@@ -33,33 +42,50 @@ HOSTILE_FILE_ERRORS: tuple[type[Exception], ...] = (
     ZeroDivisionError,
     OverflowError,
     RecursionError,
+    # An unsupported stream filter or security handler deep in a file.
+    NotImplementedError,
 )
 
 
-def validate_pdf(path: str, *, max_pages: int) -> ValidationReport:
-    """Check the PDF at `path` opens (with an empty password if encrypted) and has 1..`max_pages` pages.
+def validate_pdf(path: str, *, max_pages: int, limits: PdfLimits = DEFAULT_LIMITS) -> ValidationReport:
+    """Check the PDF at `path` opens (with an empty password if encrypted), has 1..`max_pages` pages
+    and stays within `limits`, before any stage parses its pages.
 
-    Raises EmptyFileError, NotAPdfError, EncryptedPdfError, InvalidPdfError, PdfLimitError or
-    TooManyPagesError.
+    Raises EmptyFileError, NotAPdfError, EncryptedPdfError, TooManyPagesError, InvalidPdfError (or its
+    TruncatedPdfError, NoPagesError, PageTreeCycleError, PageCountMismatchError) and PdfLimitError
+    (or its TooManyObjectsError, PageTreeTooDeepError, DecompressionBombError, ImageTooLargeError).
     """
-    reader, encrypted = open_pdf(path)
-    with pdf_errors():
-        page_count = len(reader.pages)
-    if page_count == 0:
-        raise InvalidPdfError("The PDF has no pages.")
-    if page_count > max_pages:
-        raise TooManyPagesError(f"The PDF has {page_count} pages; at most {max_pages} are allowed.")
+    try:
+        reader, encrypted = open_pdf(path, max_objects=limits.max_objects)
+        with pdf_errors():
+            check_object_count(reader, limits)
+            page_count = count_pages(reader, max_pages=max_pages, limits=limits)
+            if len(reader.pages) != page_count:
+                raise PageCountMismatchError()
+            check_page_content(reader, limits)
+    except InvalidPdfError as exc:
+        if type(exc) is InvalidPdfError and _looks_truncated(path):
+            raise TruncatedPdfError() from exc.__cause__
+        raise
     return ValidationReport(page_count=page_count, encrypted_opened=encrypted)
 
 
-def open_pdf(path: str) -> tuple[PdfReader, bool]:
+def open_pdf(path: str, *, max_objects: int = DEFAULT_LIMITS.max_objects) -> tuple[PdfReader, bool]:
     """A pypdf reader for `path`, decrypted if it opens with an empty password, and whether it was encrypted.
 
-    Shared by the stages that read PDFs with pypdf so all classify a bad file the same way.
+    Shared by the stages that read PDFs with pypdf so all classify a bad file the same way. Raises
+    TooManyObjectsError when the cross-reference data trips a limit (`max_objects` entries among them).
     """
     check_magic(path)
     with pdf_errors():
-        reader = PdfReader(path, strict=False)
+        try:
+            reader = PdfReader(path, strict=False, xref_stream_maximum_entries=max_objects)
+        except PyPdfError as exc:
+            # Opening reads only the cross-reference data and the trailer: a limit hit there means
+            # an object table built to exhaust the reader.
+            if isinstance(exc, LimitReachedError) or isinstance(exc.__cause__, LimitReachedError):
+                raise TooManyObjectsError("The PDF's object table is larger than allowed.") from exc
+            raise
         encrypted = reader.is_encrypted
         if encrypted:
             _decrypt_without_password(reader)
@@ -89,6 +115,9 @@ def pdf_errors(message: str | None = None) -> Iterator[None]:
     except LimitReachedError as exc:
         raise PdfLimitError() from exc
     except PyPdfError as exc:
+        # pypdf wraps some of its limits in a read error.
+        if isinstance(exc.__cause__, LimitReachedError):
+            raise PdfLimitError() from exc
         raise InvalidPdfError(message) from exc
     except HOSTILE_FILE_ERRORS as exc:
         raise InvalidPdfError(message) from exc
@@ -102,3 +131,13 @@ def _decrypt_without_password(reader: PdfReader) -> None:
         raise EncryptedPdfError("The PDF uses an encryption method the service cannot open.") from exc
     if result == PasswordType.NOT_DECRYPTED:
         raise EncryptedPdfError()
+
+
+def _looks_truncated(path: str) -> bool:
+    """Whether the file begins like a PDF (objects after the header) but lacks the end-of-file marker."""
+    with open(path, "rb") as handle:
+        head = handle.read(_HEAD_BYTES)
+        handle.seek(0, 2)
+        handle.seek(max(0, handle.tell() - _TAIL_BYTES))
+        tail = handle.read()
+    return b"%%EOF" not in tail and _OBJECT_HEADER.search(head) is not None

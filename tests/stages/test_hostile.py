@@ -1,0 +1,128 @@
+"""Hostile files through the isolated validate stage: each ends with its own code, in time."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from pypdf.errors import LimitReachedError, PdfReadError
+
+from ingest_worker.isolation import run_isolated
+from ingest_worker.stages.extract import extract_pages
+from ingest_worker.stages.models import ValidationReport
+from ingest_worker.stages.validate import pdf_errors, validate_pdf
+from shared.errors import IngestError, InvalidPdfError, PdfLimitError, PermanentError
+from tests import hostile_pdfs, pdfs
+
+TIMEOUT_S = 30
+MEMORY_MB = 1024
+MAX_PAGES = 2000
+
+HOSTILE: list[tuple[str, Callable[[], bytes], str]] = [
+    ("truncated", pdfs.truncated_pdf, "truncated_pdf"),
+    ("encrypted with a password", hostile_pdfs.password_pdf, "encrypted"),
+    ("a PNG behind a PDF header", hostile_pdfs.disguised_png, "invalid_pdf"),
+    ("a flate bomb over pypdf's limit", pdfs.flate_bomb_pdf, "decompression_bomb"),
+    ("one stream drawn by many pages", hostile_pdfs.shared_stream_bomb_pdf, "decompression_bomb"),
+    ("a /Count of two billion", hostile_pdfs.huge_count_pdf, "page_count_mismatch"),
+    ("a page tree 500 levels deep", hostile_pdfs.deep_page_tree_pdf, "page_tree_too_deep"),
+    ("a page tree that loops", hostile_pdfs.cyclic_page_tree_pdf, "page_tree_cycle"),
+    ("a branch shared to make 2**40 pages", hostile_pdfs.shared_branch_pdf, "page_tree_cycle"),
+    ("a 10-gigapixel image", hostile_pdfs.gigapixel_image_pdf, "image_too_large"),
+    ("two million objects", hostile_pdfs.object_table_bomb_pdf, "too_many_objects"),
+    ("no pages", pdfs.empty_pages_pdf, "no_pages"),
+]
+
+
+def validate_isolated(path: str) -> ValidationReport:
+    return run_isolated(validate_pdf, path, max_pages=MAX_PAGES, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+
+
+@pytest.mark.parametrize(
+    ("make", "code"), [(make, code) for _, make, code in HOSTILE], ids=[name for name, _, _ in HOSTILE]
+)
+def test_a_hostile_file_ends_with_its_own_code_within_its_limit(
+    tmp_path: Path, make: Callable[[], bytes], code: str
+) -> None:
+    # Given a hostile file
+    path = pdfs.write_pdf(tmp_path, make())
+    started = time.monotonic()
+
+    # When it is validated in a child process under the parse limits
+    with pytest.raises(IngestError) as caught:
+        validate_isolated(path)
+
+    # Then it fails permanently with its own code, well within the time limit
+    assert caught.value.code == code
+    assert isinstance(caught.value, PermanentError)
+    assert time.monotonic() - started < TIMEOUT_S / 3
+
+
+def test_the_hostile_codes_are_distinct_where_the_faults_differ() -> None:
+    # Given the codes the hostile set expects
+    codes = [code for _, _, code in HOSTILE]
+
+    # Then only the two kinds of decompression bomb and of page-tree loop share one
+    assert len(set(codes)) == len(codes) - 2
+
+
+def test_good_files_still_pass_after_the_hostile_set(tmp_path: Path) -> None:
+    # Given children that have just refused every hostile file
+    for number, (_, make, _) in enumerate(HOSTILE):
+        with pytest.raises(IngestError):
+            validate_isolated(pdfs.write_pdf(tmp_path, make(), f"hostile-{number}.pdf"))
+
+    # When a good text PDF and one encrypted with an owner password only are validated and extracted
+    text = pdfs.write_pdf(tmp_path, pdfs.text_pdf(["First page.", "Second page."]), "good.pdf")
+    owner_only = pdfs.write_pdf(tmp_path, hostile_pdfs.owner_only_pdf(), "owner-only.pdf")
+
+    # Then both pass, and the text comes out
+    assert validate_isolated(text) == ValidationReport(page_count=2, encrypted_opened=False)
+    assert validate_isolated(owner_only) == ValidationReport(page_count=1, encrypted_opened=True)
+    pages = run_isolated(extract_pages, text, min_chars=5, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+    assert [page.text.strip() for page in pages] == ["First page.", "Second page."]
+
+
+def test_a_lying_count_under_the_page_limit_is_still_a_mismatch(tmp_path: Path) -> None:
+    # Given one page under a root that claims three
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.huge_count_pdf(count=3))
+
+    # When / Then the two would disagree on page numbers (pdfium trusts /Count), so it is refused
+    with pytest.raises(IngestError) as caught:
+        validate_pdf(path, max_pages=MAX_PAGES)
+    assert caught.value.code == "page_count_mismatch"
+
+
+def test_an_image_at_the_pixel_limit_passes(tmp_path: Path) -> None:
+    # Given an image of 10,000 x 10,000 pixels (100 megapixels, under the 150 megapixel limit)
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.gigapixel_image_pdf(width=10_000, height=10_000))
+
+    # When / Then it is judged by its declared size alone, and passes
+    assert validate_pdf(path, max_pages=MAX_PAGES).page_count == 1
+
+
+def test_a_nested_page_tree_is_walked_and_counted(tmp_path: Path) -> None:
+    # Given twelve pages under three branches
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.nested_tree_pdf(branches=3, pages_per_branch=4))
+
+    # When / Then validation counts every page
+    assert validate_pdf(path, max_pages=MAX_PAGES).page_count == 12
+
+
+def test_a_limit_pypdf_wraps_in_a_read_error_is_still_a_limit() -> None:
+    # Given pypdf reporting a limit inside a read error (as it does for its cross-reference limit)
+    wrapped = PdfReadError("Trailer cannot be read")
+    wrapped.__cause__ = LimitReachedError("Maximum XRef stream entry limit reached")
+
+    # When / Then it is classified as a safety limit, not as an unreadable file
+    with pytest.raises(PdfLimitError), pdf_errors():
+        raise wrapped
+
+
+def test_an_unsupported_feature_deep_in_a_file_is_an_invalid_pdf() -> None:
+    # Given pypdf meeting a filter it does not implement
+    # When / Then the file is refused as unreadable rather than failing the job with an internal error
+    with pytest.raises(InvalidPdfError), pdf_errors():
+        raise NotImplementedError("Unsupported filter /JBIG2Decode")
