@@ -10,6 +10,7 @@ import io
 import os
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
-from ingest_worker.runner import StageResult
+from ingest_worker.runner import StageResult, check_not_cancelled
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.models import (
@@ -37,6 +38,9 @@ from shared.vectorstore import point_id
 
 EXTRACTOR_VERSION = "pypdf-1"
 CHUNKER_VERSION = "recursive-1"
+# Pages per OCR child call: small enough that a cancel is seen soon and that two children share a
+# scan's pages evenly, large enough that the per-call cost (a few ms) stays negligible.
+OCR_PAGES_PER_CALL = 4
 
 
 def artifact_key(job_id: str, name: str) -> str:
@@ -98,24 +102,34 @@ def extract(res: Resources, job: JobSnapshot) -> StageResult:
 
 
 def ocr(res: Resources, job: JobSnapshot) -> StageResult:
+    """OCR the pages without a text layer, a few pages per child process, `ocr_parallelism` children
+    at once (tesseract uses one core each), checking for a cancel between groups of pages."""
     pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, "pages.json")))
     wanted = [p.number for p in pages if p.needs_ocr]
     if wanted:
         settings = res.settings
-        with _original(res, job) as path:
-            # Opening and rendering get the parse budget; each page adds tesseract's own.
-            texts = run_isolated(
-                partial(
-                    ocr_pages,
-                    path,
-                    wanted,
-                    dpi=settings.ocr_dpi,
-                    languages=settings.ocr_languages,
-                    timeout_s=settings.ocr_timeout_s,
-                ),
-                timeout_s=settings.parse_timeout_s + settings.ocr_timeout_s * len(wanted),
-                memory_mb=settings.parse_memory_mb,
-            )
+        groups = [wanted[i : i + OCR_PAGES_PER_CALL] for i in range(0, len(wanted), OCR_PAGES_PER_CALL)]
+        texts: dict[int, str] = {}
+        with _original(res, job) as path, ThreadPoolExecutor(max(1, settings.ocr_parallelism)) as pool:
+
+            def read(group: list[int]) -> dict[int, str]:
+                check_not_cancelled(res, job.id)
+                # Opening and rendering get the parse budget; each page adds tesseract's own.
+                return run_isolated(
+                    partial(
+                        ocr_pages,
+                        path,
+                        group,
+                        dpi=settings.ocr_dpi,
+                        languages=settings.ocr_languages,
+                        timeout_s=settings.ocr_timeout_s,
+                    ),
+                    timeout_s=settings.parse_timeout_s + settings.ocr_timeout_s * len(group),
+                    memory_mb=settings.parse_memory_mb,
+                )
+
+            for result in pool.map(read, groups):
+                texts.update(result)
         pages = [
             PageText(number=p.number, text=texts.get(p.number, ""), needs_ocr=False, source="ocr")
             if p.number in texts
@@ -153,6 +167,7 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
     batch = res.settings.embed_batch_size
     vectors: list[list[float]] = []
     for start in range(0, len(chunks), batch):
+        check_not_cancelled(res, job.id)
         vectors.extend(embedder.embed([c.text for c in chunks[start : start + batch]]))
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(vectors, dtype=np.float32))

@@ -83,6 +83,8 @@ class Settings:
     ocr_timeout_s: int = 120
     # Threads each tesseract process may use: 1 is 4-5x faster per page on a busy worker.
     ocr_threads: int = 1
+    # Tesseract processes one OCR stage runs at once (each on one core).
+    ocr_parallelism: int = 2
     ocr_min_chars_per_page: int = 20
     # A whole job may run (retries included) this long plus this much per page, then fails `timeout`.
     job_deadline_base_s: int = 1800

@@ -84,3 +84,44 @@ def test_a_cancelled_queued_job_never_starts(res: Resources) -> None:
     assert run(res, job_id, "validate") == HALT
     with res.db.transaction() as session:
         assert session.scalars(select(JobStage).where(JobStage.job_id == job_id)).first() is None
+
+
+class CancellingEmbedder:
+    """The real embedder, which asks for the job to be cancelled while embedding its first batch."""
+
+    def __init__(self, inner: Any, res: Resources, job_id: str) -> None:
+        self.inner, self.res, self.job_id = inner, res, job_id
+        self.model_name, self.dimension, self.max_tokens = inner.model_name, inner.dimension, inner.max_tokens
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.inner.count_tokens(text))
+
+    def embed(self, texts: Any) -> Any:
+        self.calls += 1
+        if self.calls == 1:
+            with self.res.db.transaction() as session:
+                job = session.get(Job, self.job_id)
+                assert job is not None
+                operations.cancel_job(session, job)
+        return self.inner.embed(texts)
+
+
+def test_a_cancel_is_seen_between_batches_inside_a_long_stage(res: Resources) -> None:
+    # Given a job whose chunks take several embedding batches
+    res.storage.put_bytes("doc.pdf", text_pdf([f"Page {n} of a long document. " * 60 for n in range(12)]))
+    _, job_id = new_job(res)
+    for stage in ("validate", "extract", "ocr", "chunk"):
+        assert run(res, job_id, stage) is None
+    embedder = CancellingEmbedder(res.embedder, res, job_id)
+    res.__dict__["embedder"] = embedder
+    res.__dict__["settings"] = res.settings.replace(embed_batch_size=4)
+    # When the client cancels while the first batch is embedded
+    assert run(res, job_id, "embed") == HALT
+    # Then the stage stops at the next batch: the job is cancelled and embed never finished
+    assert embedder.calls == 1
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "cancelled" and job.chunks > 4
+        stage = session.get(JobStage, (job_id, "embed"))
+        assert stage is not None and stage.status != "done"

@@ -202,3 +202,31 @@ def test_deleting_a_document_removes_its_points_and_its_bytes(service: tuple[Fla
     assert store.count(collection, tenant_id, document_id=document_id) == 0
     assert not resources.storage.exists(f"documents/{tenant_id}/{document_id}.pdf")
     assert client.get("/v1/search?q=solar panels", headers=headers).get_json()["results"] == []
+
+
+def test_hostile_files_fail_with_their_codes_and_the_worker_carries_on(
+    service: tuple[Flask, Resources],
+) -> None:
+    from tests.stages.test_hostile import HOSTILE
+
+    app, resources = service
+    client = app.test_client()
+    _, key = new_key(resources)
+    headers = {"Authorization": f"Bearer {key}"}
+    # Given every hostile file of the suite, uploaded as a client would, and then a good one
+    locations = {}
+    for name, make, code in HOSTILE:
+        response = client.post("/v1/documents", headers=headers, data={"file": (io.BytesIO(make()), "x.pdf")})
+        if response.status_code == 415:  # refused at the door (no %PDF- header at all)
+            continue
+        assert response.status_code == 202, (name, response.get_json())
+        locations[name] = (response.headers["Location"], code)
+    good = client.post(
+        "/v1/documents", headers=headers, data={"file": (io.BytesIO(text_pdf(PAGES[:1])), "ok.pdf")}
+    )
+    # Then each hostile job fails with its own code, at once (no retries), and the good one completes
+    for name, (location, code) in locations.items():
+        job = wait_final(client, location, key)
+        assert (job["status"], job["error"]["code"]) == ("failed", code), name
+        assert job["attempts"] == 1
+    assert wait_final(client, good.headers["Location"], key)["status"] == "completed"

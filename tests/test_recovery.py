@@ -100,6 +100,36 @@ def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
         assert session.get(Job, job_id).recoveries == 1  # type: ignore[union-attr]
 
 
+def test_a_crash_between_commit_and_publish_loses_nothing(settings: Settings) -> None:
+    # Given a job committed with its outbox row by a gateway that died before publishing it
+    settings = settings.replace(maintenance_interval_s=0.2)
+    migrate(settings.effective_database_url)
+    resources = Resources(settings)
+    configure(resources)
+    broker = build_broker(settings)
+    actors.declare_on(broker)
+    resources.storage.put_bytes("doc.pdf", text_pdf(["Committed, never published. " * 20]))
+    with resources.db.transaction() as session:
+        tenant, _ = create_tenant(session, "acme")
+        document = Document(
+            tenant_id=tenant.id, filename="a.pdf", sha256="3" * 64, size_bytes=1, object_key="doc.pdf"
+        )
+        session.add(document)
+        session.flush()
+        job_id = operations.create_job(session, tenant_id=tenant.id, document_id=document.id).id
+    # When a maintenance loop and a worker run
+    worker = start_worker(broker, threads=1, worker_timeout_ms=50)
+    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, Publisher(broker)), settings)
+    loop.start_thread()
+    try:
+        # Then the relay publishes the row and the job completes
+        wait_for(lambda: job_status(resources.db, job_id)[0] == "completed", 60, "the job to complete")
+    finally:
+        loop.stop()
+        worker.stop()
+        resources.vectors.close()
+
+
 # --- A worker process killed in the middle of a stage -------------------------------------------
 
 
