@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from qdrant_client import QdrantClient
 from sqlalchemy import select
 
 import ingest_worker.actors as actors
@@ -27,10 +28,9 @@ from shared import operations
 from shared.db import Database, migrate
 from shared.models import Document, Job, JobStage, OutboxMessage, utcnow
 from shared.outbox import Relay
-from shared.queue import Publisher, make_broker
+from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests import openai_server
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
 from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
@@ -154,7 +154,7 @@ def worker_env(settings: Settings) -> dict[str, str]:
     return env
 
 
-def start_pool(settings: Settings, queues: list[str], log: Path) -> subprocess.Popen[bytes]:
+def start_pool(settings: Settings, queues: list[str], log: Path, **env: str) -> subprocess.Popen[bytes]:
     """A `dramatiq` pool in its own process group, so a kill takes its children too."""
     return subprocess.Popen(
         [
@@ -162,6 +162,7 @@ def start_pool(settings: Settings, queues: list[str], log: Path) -> subprocess.P
             "-m",
             "dramatiq",
             "ingest_worker.actors",
+            "tests.slow_stages",
             "--processes",
             "1",
             "--threads",
@@ -169,9 +170,9 @@ def start_pool(settings: Settings, queues: list[str], log: Path) -> subprocess.P
             "-Q",
             *queues,
         ],
-        env=worker_env(settings),
+        env={**worker_env(settings), **env},
         cwd=ROOT,
-        stdout=log.open("wb"),
+        stdout=log.open("ab"),
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
@@ -191,6 +192,7 @@ def provider() -> Iterator[OpenAIServer]:
 
 @pytest.mark.postgres
 @pytest.mark.redis
+@pytest.mark.parametrize("stage", STAGES)
 def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
     settings: Settings,
     pg_server_url: str,
@@ -199,7 +201,7 @@ def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
     broker_namespace: str,
     provider: OpenAIServer,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    stage: str,
 ) -> None:
     settings = settings.replace(
         database_url=pg_server_url,
@@ -213,44 +215,57 @@ def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
         handoff_stall_s=5,
         maintenance_interval_s=0.5,
     )
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    slow = {"SLOW_STAGE": stage, "SLOW_STAGE_S": "60", "SLOW_STAGE_MARKERS": str(markers)}
     app = create_app(settings, publisher=Publisher(make_broker(settings)))
     key = tenant_key(app, "acme")
-    index_pool = start_pool(settings, ["index"], tmp_path / "index.log")
-    first = start_pool(settings, ["ingest", "ocr"], tmp_path / "first.log")
+    pools = {
+        "ingest": ["ingest", "ocr"],
+        "index": ["index"],
+    }
+    victim = "index" if QUEUE_FOR_STAGE[stage] == "index" else "ingest"
+    running = {
+        name: start_pool(settings, queues, tmp_path / f"{name}.log", **slow) for name, queues in pools.items()
+    }
     loop = MaintenanceLoop(pg_db, Relay(pg_db.sessions, Publisher(make_broker(settings))), settings)
     loop.start_thread()
-    second = None
     try:
-        # Given a job whose embed stage hangs on the provider
-        monkeypatch.setattr(openai_server, "STALL_S", 60.0)
-        provider.fail_next("stall")
-        response = app.test_client().post(
-            "/v1/documents",
-            headers=auth(key),
-            data={"file": (io.BytesIO(text_pdf(["Kill me mid-stage. " * 50])), "k.pdf")},
+        # Given a job whose `stage` is under way (it pauses there once)
+        body = io.BytesIO(text_pdf(["Kill me mid-stage. " * 50, "Second page. " * 50]))
+        job_id = (
+            app.test_client()
+            .post("/v1/documents", headers=auth(key), data={"file": (body, "k.pdf")})
+            .get_json()["job_id"]
         )
-        job_id = response.get_json()["job_id"]
-        wait_for(lambda: job_status(pg_db, job_id) == ("running", "embed"), 60, "the embed stage to start")
-        # When its worker is killed with SIGKILL, and another worker starts
-        kill_group(first)
+        wait_for(lambda: (markers / f"{job_id}-{stage}").exists(), 60, f"the {stage} stage to start")
+        # When its worker is killed with SIGKILL, and a new one starts in its place
+        kill_group(running[victim])
         killed_at = time.monotonic()
-        second = start_pool(settings, ["ingest", "ocr"], tmp_path / "second.log")
+        running[victim] = start_pool(settings, pools[victim], tmp_path / f"{victim}.log", **slow)
         # Then the job completes
         wait_for(
             lambda: job_status(pg_db, job_id)[0] == "completed", 90, "the job to complete after the kill"
         )
         recovery_s = time.monotonic() - killed_at
-        print(f"recovered {recovery_s:.1f}s after SIGKILL")
-        # And the stages before embed did not run again, and every chunk has exactly one point
+        print(f"{stage}: recovered {recovery_s:.1f}s after SIGKILL")
+        # And no stage before the killed one ran again, and every chunk has exactly one point
         attempts = stage_attempts(pg_db, job_id)
-        assert all(attempts[s] == 1 for s in ("validate", "extract", "ocr", "chunk")), attempts
-        assert attempts["embed"] >= 2
+        before = STAGES[: STAGES.index(stage)]
+        assert all(attempts[s] == 1 for s in before), attempts
+        assert attempts[stage] >= 2
         with pg_db.transaction() as session:
             job = session.get(Job, job_id)
             assert job is not None and job.points == job.chunks > 0
         assert recovery_s < 60
     finally:
         loop.stop()
-        for proc in (first, second, index_pool):
-            if proc is not None:
-                kill_group(proc, signal.SIGTERM)
+        for proc in running.values():
+            kill_group(proc, signal.SIGTERM)
+    # The index pool has let go of the local Qdrant folder: one point per chunk, none duplicated
+    client_q = QdrantClient(path=settings.qdrant_path)
+    try:
+        (collection,) = [c.name for c in client_q.get_collections().collections]
+        assert client_q.count(collection, exact=True).count == job.chunks
+    finally:
+        client_q.close()

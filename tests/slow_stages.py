@@ -1,0 +1,39 @@
+"""Test-only worker plug-in: makes one stage pause in the middle, so a test can kill its worker there.
+
+Loaded beside the actors by the `dramatiq` command of a test (`dramatiq ingest_worker.actors
+tests.slow_stages`). The stage named by SLOW_STAGE sleeps SLOW_STAGE_S seconds after it has
+started (its lease taken), once per job: the run after a recovery goes at full speed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import ingest_worker.actors as actors
+from ingest_worker.runner import run_stage
+
+SLOW_STAGE = os.environ.get("SLOW_STAGE", "")
+SLOW_STAGE_S = float(os.environ.get("SLOW_STAGE_S", "60"))
+MARKER_DIR = os.environ.get("SLOW_STAGE_MARKERS", "")
+
+
+def _slowed(work: Any, stage: str) -> Any:
+    def slow_work(res: Any, job: Any) -> Any:
+        marker = os.path.join(MARKER_DIR, f"{job.id}-{stage}")
+        if MARKER_DIR and not os.path.exists(marker):
+            open(marker, "w").close()
+            time.sleep(SLOW_STAGE_S)
+        return work(res, job)
+
+    return slow_work
+
+
+def run_stage_slowly(res: Any, job_id: str, stage: str, work: Any, **kwargs: Any) -> Any:
+    if stage == SLOW_STAGE:
+        work = _slowed(work, stage)
+    return run_stage(res, job_id, stage, work, **kwargs)
+
+
+actors.run_stage = run_stage_slowly  # type: ignore[assignment]
