@@ -1,10 +1,14 @@
-"""The benchmark results as Markdown: the machine, each stage alone, end to end, and the upload's memory."""
+"""The benchmark results as Markdown: the machine, each stage alone, end to end, the upload's memory and
+fairness between tenants."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from shared.queue import STAGES
+from tests.bench.fairness import GOAL_RATIO, Fairness
+from tests.bench.fairness import TABLE_HEADER as FAIRNESS_HEADER
+from tests.bench.fairness import table_row as fairness_row
 from tests.bench.pipeline import POLL_INTERVAL_S, EndToEnd
 from tests.bench.stages import Embedding, Extraction, Ocr
 from tests.bench.upload_memory import TABLE_HEADER, UploadMemory, table_row
@@ -35,6 +39,7 @@ class Results:
     worker_threads: int  # of the embedded process
     embed_threads: int  # onnxruntime threads of the embedded process's embedder
     upload: UploadMemory
+    fairness: Fairness
 
 
 def render(results: Results) -> str:
@@ -53,6 +58,7 @@ def render(results: Results) -> str:
         "`tests/bench/upload_memory.py`: gunicorn (one worker) on SQLite and a local object store, Redis "
         "as the broker with no consumer, the file sent by curl; the worker's resident memory sampled every "
         f"20 ms.\n\n{TABLE_HEADER}\n{table_row(results.upload)}",
+        _fairness(results.fairness),
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -183,3 +189,41 @@ def _where_the_time_goes(results: Results) -> str:
 
 def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "n/a"
+
+
+def _fairness(result: Fairness) -> str:
+    threads, first = result.worker_threads, result.runs[0]
+    text = (
+        "## Fairness between two tenants\n\n"
+        f"`tests/bench/fairness.py`: the gateway and an in-process worker with {threads} threads on the "
+        f"Redis broker (polling an idle queue every {result.worker_timeout_ms} ms at most; the `dramatiq` "
+        "command of `make worker` waits up to a second), SQLite, a local object store, Qdrant local mode, "
+        "and the tests' OpenAI-compatible embeddings server on 127.0.0.1, which answers at once, in place "
+        f"of the local embedder. Every document has {result.pages} text pages. For each cap, on a fresh "
+        f"service: tenant B uploads alone {len(first.idle_s)} times, then tenant A uploads "
+        f"{first.burst_jobs} documents one request after another and B uploads one as soon as A's last "
+        "is accepted. Latency: B's upload request → its job's `finished_at`; the goal: B within "
+        f"{GOAL_RATIO:g}x of its idle latency. Messages put back: fetched by the worker, then sent back "
+        "to their queue for being over their tenant's cap.\n\n"
+        + "\n".join([FAIRNESS_HEADER, *(fairness_row(run) for run in result.runs)])
+    )
+    notes = []
+    # A cap acts only when more threads than the cap serve a tenant's messages: say so when it did not.
+    inert = [run.cap for run in result.runs if run.cap >= threads and run.put_back == 0]
+    if inert:
+        notes.append(
+            f"- With a cap of {', '.join(map(str, inert))} and {threads} worker threads, no message was "
+            f"ever over the cap: tenant A cannot hold more than {threads} messages at once anyway, so B's "
+            "messages waited behind A's in the queues' order, as with no cap. A cap acts only when the "
+            "threads serving the queues outnumber it (more worker processes, or a lower cap)."
+        )
+    uncapped = next((run for run in result.runs if run.cap == 0), None)
+    for run in result.runs:
+        if uncapped is not None and 0 < run.cap < threads:
+            notes.append(
+                f"- A cap of {run.cap} left B a thread ({run.ratio:.1f}x its idle latency), and cost A: "
+                f"its burst drained in {run.drained_s:.1f} s instead of {uncapped.drained_s:.1f} s "
+                f"without a cap, using {run.cap} of the {threads} threads even when B had nothing "
+                f"queued, and {run.put_back} messages were fetched only to be put back."
+            )
+    return text + ("\n\n" + "\n".join(notes) if notes else "")

@@ -1,9 +1,10 @@
-"""`make bench`: measure the costly stages, whole documents end to end and the upload's memory.
+"""`make bench`: the costly stages, whole documents end to end, the upload's memory and tenant fairness.
 
     python -m tests.bench.run [--out docs/bench.md] [--upload-mb 200] [--ocr-pages 3]
 
 Prints a Markdown report and writes it to `--out`. Everything it starts (the embedded process, a
-gunicorn gateway) is stopped, and its folders and Redis keys are removed, before it returns.
+gunicorn gateway, an in-process worker on Redis) is stopped, and its folders and Redis keys are
+removed, before it returns.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from shared.settings import Settings
 from tests.bench.documents import scanned_document, text_document
+from tests.bench.fairness import measure_fairness
 from tests.bench.machine import describe_machine
 from tests.bench.pipeline import embedded_service
 from tests.bench.report import Results, render
@@ -64,6 +66,8 @@ def main() -> None:
             scan_run = service.ingest("scan.pdf", scan)
         step(f"gateway memory during a {args.upload_mb} MB upload")
         upload = measure_upload_memory(args.upload_mb)
+        step("fairness between two tenants on the Redis broker")
+        fairness = measure_fairness()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -82,6 +86,7 @@ def main() -> None:
         worker_threads=served.worker_threads,
         embed_threads=served.embed_threads,
         upload=upload,
+        fairness=fairness,
     )
     report = render(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
