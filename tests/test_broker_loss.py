@@ -11,17 +11,11 @@ import pytest
 import redis
 from sqlalchemy import func, select
 
-import ingest_worker.actors as actors
-from gateway.app import create_app
-from ingest_worker.broker import build_broker, start_worker
-from ingest_worker.maintenance import MaintenanceLoop
-from ingest_worker.resources import Resources, configure
-from shared.db import migrate
+from ingest_worker.resources import Resources
 from shared.models import Job
-from shared.outbox import Relay
-from shared.queue import Publisher
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
+from tests.inprocess import in_process_service
 from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
@@ -47,24 +41,10 @@ def test_every_job_completes_after_redis_is_flushed_mid_burst(settings: Settings
             maintenance_interval_s=0.5,
             tenant_max_concurrency=0,
         )
-        migrate(settings.effective_database_url)
-        resources = Resources(settings)
-        configure(resources)
-        broker = build_broker(settings)
-        actors.declare_on(broker)
-        app = create_app(
-            settings,
-            publisher=Publisher(broker),
-            db=resources.db,
-            vectors=resources.vectors,
-            embedder=resources.embedder,
-        )
-        client: Any = app.test_client()
-        key = tenant_key(app, "acme")
-        worker = start_worker(broker, threads=2, worker_timeout_ms=50)
-        loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, Publisher(broker)), settings)
-        loop.start_thread()
-        try:
+        with in_process_service(settings, threads=2, maintenance=True) as service:
+            resources = service.resources
+            client: Any = service.app.test_client()
+            key = tenant_key(service.app, "acme")
             # Given a burst of 100 uploads being processed
             for n in range(JOBS):
                 body = io.BytesIO(text_pdf([f"Burst document {n}."]))
@@ -95,8 +75,3 @@ def test_every_job_completes_after_redis_is_flushed_mid_burst(settings: Settings
             store = resources.vectors
             collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
             assert chunks == points == store.client.count(collection, exact=True).count
-        finally:
-            loop.stop()
-            worker.stop()
-            broker.close()
-            resources.vectors.close()

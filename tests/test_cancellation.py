@@ -14,25 +14,17 @@ from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from shared import operations
 from shared.db import migrate
-from shared.models import Document, Job, JobStage
+from shared.models import Job, JobStage
 from shared.queue import HALT, STAGES
 from shared.settings import Settings
-from shared.tenants import create_tenant
+from tests.inprocess import create_document_job
 from tests.pdfs import text_pdf
 
 WORK = {stage: getattr(steps, stage) for stage in STAGES}
 
 
 def new_job(res: Resources) -> tuple[str, str]:
-    with res.db.transaction() as session:
-        tenant, _ = create_tenant(session, "acme")
-        document = Document(
-            tenant_id=tenant.id, filename="a.pdf", sha256="1" * 64, size_bytes=1, object_key="doc.pdf"
-        )
-        session.add(document)
-        session.flush()
-        job = operations.create_job(session, tenant_id=tenant.id, document_id=document.id)
-        return tenant.id, job.id
+    return create_document_job(res, res.storage.get_bytes("doc.pdf"))
 
 
 def run(res: Resources, job_id: str, stage: str) -> Any:

@@ -12,15 +12,12 @@ import pytest
 from flask import Flask
 from sqlalchemy import select
 
-import ingest_worker.actors as actors
-from gateway.app import create_app
-from ingest_worker.broker import build_broker, start_worker
-from ingest_worker.resources import Resources, configure
-from shared.db import migrate
+from ingest_worker.resources import Resources
 from shared.models import JobEvent, JobStage
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.tenants import create_tenant
+from tests.inprocess import in_process_service
 from tests.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
@@ -33,35 +30,11 @@ PAGES = [
 TERMINAL = {"completed", "failed", "dead_lettered", "cancelled"}
 
 
-@pytest.fixture(scope="module")
-def broker() -> Iterator[Any]:
-    """An in-process broker with the worker's middleware and every actor declared on it."""
-    broker = build_broker(Settings())
-    actors.declare_on(broker)
-    yield broker
-    broker.flush_all()
-
-
 @pytest.fixture
-def service(settings: Settings, broker: Any) -> Iterator[tuple[Flask, Resources]]:
+def service(settings: Settings) -> Iterator[tuple[Flask, Resources]]:
     """The embedded process's parts, as deploy/embedded.py wires them, with one worker thread."""
-    migrate(settings.effective_database_url)
-    resources = Resources(settings)
-    configure(resources)
-    worker = start_worker(broker, threads=1, worker_timeout_ms=50)
-    app = create_app(
-        settings,
-        publisher=Publisher(broker),
-        db=resources.db,
-        vectors=resources.vectors,
-        embedder=resources.embedder,
-    )
-    try:
-        yield app, resources
-    finally:
-        worker.stop()
-        broker.flush_all()
-        resources.vectors.close()
+    with in_process_service(settings) as service:
+        yield service.app, service.resources
 
 
 def wait_final(client: Any, location: str, key: str, timeout_s: float = 120) -> dict[str, Any]:
@@ -131,9 +104,10 @@ def test_a_multi_page_pdf_is_ingested_into_qdrant(service: tuple[Flask, Resource
 
 
 def test_a_message_delivered_twice_does_not_redo_stages_or_duplicate_points(
-    service: tuple[Flask, Resources], broker: Any
+    service: tuple[Flask, Resources],
 ) -> None:
     app, resources = service
+    broker = app.extensions["ingest"].relay.publisher.broker
     client = app.test_client()
     _, key = new_key(resources)
     response = client.post(

@@ -20,18 +20,15 @@ from sqlalchemy import select
 import ingest_worker.actors as actors
 from gateway.app import create_app
 from ingest_worker import steps
-from ingest_worker.broker import build_broker, start_worker
 from ingest_worker.maintenance import MaintenanceLoop
-from ingest_worker.resources import Resources, configure
 from ingest_worker.runner import run_stage
-from shared import operations
-from shared.db import Database, migrate
-from shared.models import Document, Job, JobStage, OutboxMessage, utcnow
+from shared.db import Database
+from shared.models import Job, JobStage, OutboxMessage, utcnow
 from shared.outbox import Relay
 from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings
-from shared.tenants import create_tenant
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
+from tests.inprocess import create_document_job, in_process_service
 from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
@@ -64,70 +61,36 @@ def job_status(db: Database, job_id: str) -> tuple[str, str | None]:
 def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
     # Given an embedded service whose maintenance loop resumes hand-offs stalled for a second
     settings = settings.replace(handoff_stall_s=1, maintenance_interval_s=0.2)
-    migrate(settings.effective_database_url)
-    resources = Resources(settings)
-    configure(resources)
-    broker = build_broker(settings)
-    actors.declare_on(broker)
-    resources.storage.put_bytes("doc.pdf", text_pdf(["A hand-off that was lost. " * 30]))
-    with resources.db.transaction() as session:
-        tenant, _ = create_tenant(session, "acme")
-        document = Document(
-            tenant_id=tenant.id, filename="a.pdf", sha256="2" * 64, size_bytes=1, object_key="doc.pdf"
-        )
-        session.add(document)
-        session.flush()
-        job_id = operations.create_job(session, tenant_id=tenant.id, document_id=document.id).id
-    # When its first stage runs and finishes, but the next stage is never enqueued
-    policy = actors.STAGE_POLICIES["validate"][0]
-    run_stage(resources, job_id, "validate", steps.validate, policy=policy, on_cancel=steps.delete_job_points)
-    with resources.db.transaction() as session:  # the first message counts as delivered
-        for row in session.scalars(select(OutboxMessage).where(OutboxMessage.job_id == job_id)):
-            row.published_at = utcnow()
-    worker = start_worker(broker, threads=1, worker_timeout_ms=50)
-    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, Publisher(broker)), settings)
-    loop.start_thread()
-    try:
+    with in_process_service(settings, worker=False) as service:
+        res = service.resources
+        _, job_id = create_document_job(res, text_pdf(["A hand-off that was lost. " * 30]))
+        # When its first stage runs and finishes, but the next stage is never enqueued
+        policy = actors.STAGE_POLICIES["validate"][0]
+        run_stage(res, job_id, "validate", steps.validate, policy=policy, on_cancel=steps.delete_job_points)
+        with res.db.transaction() as session:  # the first message counts as delivered
+            for row in session.scalars(select(OutboxMessage).where(OutboxMessage.job_id == job_id)):
+                row.published_at = utcnow()
+    with in_process_service(settings, maintenance=True) as service:
         # Then the sweeper resumes it from the next stage and it completes
-        wait_for(lambda: job_status(resources.db, job_id)[0] == "completed", 60, "the job to complete")
-    finally:
-        loop.stop()
-        worker.stop()
-        resources.vectors.close()
-    attempts = stage_attempts(resources.db, job_id)
-    assert attempts["validate"] == 1 and len(attempts) == 7
-    with resources.db.transaction() as session:
-        assert session.get(Job, job_id).recoveries == 1  # type: ignore[union-attr]
+        wait_for(
+            lambda: job_status(service.resources.db, job_id)[0] == "completed", 60, "the job to complete"
+        )
+        attempts = stage_attempts(service.resources.db, job_id)
+        assert attempts["validate"] == 1 and len(attempts) == 7
+        with service.resources.db.transaction() as session:
+            assert session.get(Job, job_id).recoveries == 1  # type: ignore[union-attr]
 
 
 def test_a_crash_between_commit_and_publish_loses_nothing(settings: Settings) -> None:
     # Given a job committed with its outbox row by a gateway that died before publishing it
     settings = settings.replace(maintenance_interval_s=0.2)
-    migrate(settings.effective_database_url)
-    resources = Resources(settings)
-    configure(resources)
-    broker = build_broker(settings)
-    actors.declare_on(broker)
-    resources.storage.put_bytes("doc.pdf", text_pdf(["Committed, never published. " * 20]))
-    with resources.db.transaction() as session:
-        tenant, _ = create_tenant(session, "acme")
-        document = Document(
-            tenant_id=tenant.id, filename="a.pdf", sha256="3" * 64, size_bytes=1, object_key="doc.pdf"
+    with in_process_service(settings, worker=False) as service:
+        _, job_id = create_document_job(service.resources, text_pdf(["Committed, never published. " * 20]))
+    # When a maintenance loop and a worker run, then the relay publishes the row and the job completes
+    with in_process_service(settings, maintenance=True) as service:
+        wait_for(
+            lambda: job_status(service.resources.db, job_id)[0] == "completed", 60, "the job to complete"
         )
-        session.add(document)
-        session.flush()
-        job_id = operations.create_job(session, tenant_id=tenant.id, document_id=document.id).id
-    # When a maintenance loop and a worker run
-    worker = start_worker(broker, threads=1, worker_timeout_ms=50)
-    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, Publisher(broker)), settings)
-    loop.start_thread()
-    try:
-        # Then the relay publishes the row and the job completes
-        wait_for(lambda: job_status(resources.db, job_id)[0] == "completed", 60, "the job to complete")
-    finally:
-        loop.stop()
-        worker.stop()
-        resources.vectors.close()
 
 
 # --- A worker process killed in the middle of a stage -------------------------------------------

@@ -8,18 +8,14 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import dramatiq
 import pytest
 from flask import Flask
 from flask.testing import FlaskClient
 
-from gateway.app import create_app
-from ingest_worker.broker import get_broker
-from ingest_worker.resources import Resources, configure
-from shared.db import migrate
-from shared.queue import Publisher
+from ingest_worker.resources import Resources
 from shared.settings import Settings
 from shared.tenants import create_tenant
+from tests.inprocess import in_process_service
 from tests.pdfs import text_pdf
 from tests.retrieval_corpus import CORPUS, QUESTIONS
 from tests.text_metrics import squash_whitespace
@@ -36,29 +32,8 @@ TERMINAL = {"completed", "failed", "dead_lettered", "cancelled"}
 @pytest.fixture
 def service(settings: Settings) -> Iterator[tuple[Flask, Resources]]:
     """The embedded process's parts, as deploy/embedded.py wires them, with two worker threads."""
-    # Dramatiq declares actors on the broker that is current when ingest_worker.actors is first imported,
-    # once per process: use that broker, whichever test module built it.
-    import ingest_worker.actors  # noqa: F401
-
-    broker = get_broker()
-    migrate(settings.effective_database_url)
-    resources = Resources(settings)
-    configure(resources)
-    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=50)
-    worker.start()
-    app = create_app(
-        settings,
-        publisher=Publisher(broker),
-        db=resources.db,
-        vectors=resources.vectors,
-        embedder=resources.embedder,
-    )
-    try:
-        yield app, resources
-    finally:
-        worker.stop()
-        broker.flush_all()
-        resources.vectors.close()
+    with in_process_service(settings, threads=2) as service:
+        yield service.app, service.resources
 
 
 def wait_completed(

@@ -15,16 +15,13 @@ from flask import Flask
 from sqlalchemy import select
 
 import ingest_worker.actors as actors
-from gateway.app import create_app
-from ingest_worker.broker import build_broker, start_worker
-from ingest_worker.resources import Resources, configure
+from ingest_worker.resources import Resources
 from ingest_worker.runner import RetryPolicy
-from shared.db import migrate
 from shared.models import DeadLetter, JobEvent, JobStage
-from shared.queue import Publisher
 from shared.settings import Settings
 from tests import openai_server
 from tests.conftest import auth, tenant_key
+from tests.inprocess import in_process_service
 from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
@@ -89,25 +86,8 @@ def service(
             openai_base_url=provider.base_url,
             tenant_max_concurrency=1,
         )
-        migrate(settings.effective_database_url)
-        resources = Resources(settings)
-        configure(resources)
-        broker = build_broker(settings)
-        actors.declare_on(broker)
-        worker = start_worker(broker, threads=2, worker_timeout_ms=50)
-        app = create_app(
-            settings,
-            publisher=Publisher(broker),
-            db=resources.db,
-            vectors=resources.vectors,
-            embedder=resources.embedder,
-        )
-        try:
-            yield Service(app, resources, broker, provider)
-        finally:
-            worker.stop()
-            broker.close()
-            resources.vectors.close()
+        with in_process_service(settings, threads=2) as service:
+            yield Service(service.app, service.resources, service.broker, provider)
 
 
 def test_a_transient_fault_is_retried_without_redoing_earlier_stages(service: Service) -> None:
