@@ -232,3 +232,51 @@ def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
         assert client_q.count(collection, exact=True).count == job.chunks
     finally:
         client_q.close()
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_sigterm_lets_the_stage_in_flight_finish_and_loses_nothing(
+    settings: Settings,
+    pg_server_url: str,
+    pg_db: Database,
+    redis_url: str,
+    broker_namespace: str,
+    provider: OpenAIServer,
+    tmp_path: Path,
+) -> None:
+    settings = settings.replace(
+        database_url=pg_server_url,
+        broker_url=redis_url,
+        broker_namespace=broker_namespace,
+        qdrant_path=str(tmp_path / "qdrant"),
+        embedder="openai",
+        openai_api_key=provider.api_key,
+        openai_base_url=provider.base_url,
+    )
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    slow = {"SLOW_STAGE": "embed", "SLOW_STAGE_S": "3", "SLOW_STAGE_MARKERS": str(markers)}
+    app = create_app(settings, publisher=Publisher(make_broker(settings)))
+    key = tenant_key(app, "acme")
+    ingest = start_pool(settings, ["ingest", "ocr"], tmp_path / "ingest.log", **slow)
+    index = start_pool(settings, ["index"], tmp_path / "index.log", **slow)
+    try:
+        body = io.BytesIO(text_pdf(["Stop me gently. " * 50]))
+        job_id = (
+            app.test_client()
+            .post("/v1/documents", headers=auth(key), data={"file": (body, "t.pdf")})
+            .get_json()["job_id"]
+        )
+        wait_for(lambda: (markers / f"{job_id}-embed").exists(), 60, "the embed stage to start")
+        # When the ingest pool is asked to stop in the middle of the embed stage (the signal goes to
+        # its main process, which passes it on once; a second SIGTERM makes Dramatiq kill at once)
+        ingest.send_signal(signal.SIGTERM)
+        # Then it finishes that stage before it exits, and the job completes with nothing redone
+        ingest.wait(timeout=60)
+        wait_for(lambda: job_status(pg_db, job_id)[0] == "completed", 60, "the job to complete")
+        assert stage_attempts(pg_db, job_id)["embed"] == 1
+    finally:
+        for proc in (ingest, index):
+            if proc.poll() is None:
+                kill_group(proc, signal.SIGTERM)
