@@ -9,7 +9,7 @@ import zlib
 from PIL import Image
 
 from tests import pdfs
-from tests.pdfs import _raw_pdf as raw_pdf
+from tests.pdfs import raw_pdf
 
 CATALOG = b"<< /Type /Catalog /Pages 2 0 R >>"
 MEDIA_BOX = b"/MediaBox [0 0 595 842]"

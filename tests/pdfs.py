@@ -78,7 +78,7 @@ def truncated_pdf() -> bytes:
 
 def empty_pages_pdf() -> bytes:
     """A syntactically valid PDF whose page tree holds no pages."""
-    return _raw_pdf(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [] /Count 0 >>",
@@ -90,7 +90,7 @@ def flate_bomb_pdf(decompressed_mb: int = 100) -> bytes:
     """A one-page PDF whose content stream inflates to `decompressed_mb` megabytes of zeros."""
     payload = zlib.compress(b"\0" * (decompressed_mb * 1024 * 1024), 9)
     stream = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(payload) + payload + b"\nendstream"
-    return _raw_pdf(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -185,10 +185,11 @@ def _wrap_line(line: str, measure: Callable[[str], float], width: float) -> list
     return out
 
 
-def _raw_pdf(objects: list[bytes]) -> bytes:
-    """Hand-assembled PDF with a correct xref table, for structures generators refuse to write."""
+def raw_pdf(objects: list[bytes]) -> bytes:
+    """Hand-assembled PDF with a correct xref table, for structures generators refuse to write:
+    objects numbered from 1 in order, object 1 the catalog."""
     out = io.BytesIO()
-    out.write(b"%PDF-1.7\n")
+    out.write(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
     for number, body in enumerate(objects, start=1):
         offsets.append(out.tell())

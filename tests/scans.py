@@ -17,6 +17,7 @@ from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen import canvas
 
 from tests import pdfs
+from tests.pdfs import raw_pdf
 
 ScanEncoding = Literal["flate", "jpeg", "ccitt"]
 
@@ -110,7 +111,7 @@ def scan_pdf(
         form = b"/Type /XObject /Subtype /Form /BBox [0 0 %.4f %.4f]" % (width_pt, height_pt)
         form += b" /Resources << /XObject << /Im0 5 0 R >> >>"
         objects.append(_stream(form, zlib.compress(draw_image)))
-    return _assemble(objects)
+    return raw_pdf(objects)
 
 
 def self_drawing_form_pdf(text_layer: str) -> bytes:
@@ -122,7 +123,7 @@ def self_drawing_form_pdf(text_layer: str) -> bytes:
     image = Image.new("L", (8, 8), 0)
     form = b"q 1 0 0 1 0 0 cm /Im0 Do Q q 0.5 0 0 0.5 0 0 cm /Fm0 Do Q q 0.5 0 0 0.5 297 421 cm /Fm0 Do Q"
     content = b"q 595 0 0 842 0 0 cm /Fm0 Do Q BT /F1 8 Tf 36 20 Td (%s) Tj ET" % _pdf_string(text_layer)
-    return _assemble(
+    return raw_pdf(
         [
             b"<< /Type /Catalog /Pages 2 0 R >>",
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
@@ -271,19 +272,3 @@ def _pdf_string(text: str) -> bytes:
 def _stream(dictionary: bytes, data: bytes, pdf_filter: bytes = b"/FlateDecode") -> bytes:
     head = b"<< " + dictionary + b" /Filter " + pdf_filter + b" /Length %d >>" % len(data)
     return head + b"\nstream\n" + data + b"\nendstream"
-
-
-def _assemble(objects: list[bytes]) -> bytes:
-    """Objects numbered from 1 in order, with a correct cross-reference table (object 1 the catalog)."""
-    out = io.BytesIO()
-    out.write(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    for offset in offsets:
-        out.write(b"%010d 00000 n \n" % offset)
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()

@@ -148,36 +148,38 @@ def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None
 
 
 @pytest.fixture
-def provider() -> Iterator[OpenAIServer]:
-    with OpenAIServer() as server:
-        yield server
+def process_settings(
+    settings: Settings,
+    pg_server_url: str,
+    pg_db: Database,
+    redis_url: str,
+    broker_namespace: str,
+    tmp_path: Path,
+) -> Iterator[Settings]:
+    """The production topology for worker processes: PostgreSQL, Redis, a local Qdrant folder owned
+    by the index pool, and a local OpenAI-compatible embeddings server for speed."""
+    with OpenAIServer() as provider:
+        yield settings.replace(
+            database_url=pg_server_url,
+            broker_url=redis_url,
+            broker_namespace=broker_namespace,
+            qdrant_path=str(tmp_path / "qdrant"),
+            embedder="openai",
+            openai_api_key=provider.api_key,
+            openai_base_url=provider.base_url,
+            lease_s=4,
+            handoff_stall_s=5,
+            maintenance_interval_s=0.5,
+        )
 
 
 @pytest.mark.postgres
 @pytest.mark.redis
 @pytest.mark.parametrize("stage", STAGES)
 def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
-    settings: Settings,
-    pg_server_url: str,
-    pg_db: Database,
-    redis_url: str,
-    broker_namespace: str,
-    provider: OpenAIServer,
-    tmp_path: Path,
-    stage: str,
+    process_settings: Settings, pg_db: Database, tmp_path: Path, stage: str
 ) -> None:
-    settings = settings.replace(
-        database_url=pg_server_url,
-        broker_url=redis_url,
-        broker_namespace=broker_namespace,
-        qdrant_path=str(tmp_path / "qdrant"),
-        embedder="openai",
-        openai_api_key=provider.api_key,
-        openai_base_url=provider.base_url,
-        lease_s=4,
-        handoff_stall_s=5,
-        maintenance_interval_s=0.5,
-    )
+    settings = process_settings
     markers = tmp_path / "markers"
     markers.mkdir()
     slow = {"SLOW_STAGE": stage, "SLOW_STAGE_S": "60", "SLOW_STAGE_MARKERS": str(markers)}
@@ -237,23 +239,9 @@ def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
 @pytest.mark.postgres
 @pytest.mark.redis
 def test_sigterm_lets_the_stage_in_flight_finish_and_loses_nothing(
-    settings: Settings,
-    pg_server_url: str,
-    pg_db: Database,
-    redis_url: str,
-    broker_namespace: str,
-    provider: OpenAIServer,
-    tmp_path: Path,
+    process_settings: Settings, pg_db: Database, tmp_path: Path
 ) -> None:
-    settings = settings.replace(
-        database_url=pg_server_url,
-        broker_url=redis_url,
-        broker_namespace=broker_namespace,
-        qdrant_path=str(tmp_path / "qdrant"),
-        embedder="openai",
-        openai_api_key=provider.api_key,
-        openai_base_url=provider.base_url,
-    )
+    settings = process_settings
     markers = tmp_path / "markers"
     markers.mkdir()
     slow = {"SLOW_STAGE": "embed", "SLOW_STAGE_S": "3", "SLOW_STAGE_MARKERS": str(markers)}
