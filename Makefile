@@ -102,18 +102,19 @@ gateway: $(RUNTIME_STAMP)
 
 # Without a Qdrant URL only one single-threaded process may own the local Qdrant folder, so the
 # index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index.
-# QUEUES="ocr" (any of ingest ocr index bulk webhooks) runs one pool for just those queues.
+# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, webhooks) runs one pool
+# for just those queues.
 WORKER_PROCESSES ?= 2
 WORKER_THREADS ?= 2
 worker: $(RUNTIME_STAMP) tesseract model
 	@if [ -n "$(QUEUES)" ]; then \
 	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q $(QUEUES); \
 	elif [ -n "$$INGEST_QDRANT_URL" ]; then \
-	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index bulk; \
+	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk; \
 	else \
 	  trap 'kill 0' INT TERM EXIT; \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr bulk & \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr ingest-backlog ocr-backlog bulk & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog & \
 	  wait; \
 	fi
 

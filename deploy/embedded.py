@@ -41,7 +41,10 @@ def main() -> None:
         if requeued:
             logger.info("re-queued %s unfinished job(s) from before the restart", requeued)
     publisher = Publisher(broker)
-    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, publisher), settings)
+    relay = Relay(
+        resources.db.sessions, publisher, interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant
+    )
+    loop = MaintenanceLoop(resources.db, relay, settings)
     loop.run_once()
     loop.start_thread()
     worker = start_worker(broker, threads=settings.worker_threads)

@@ -79,7 +79,7 @@ def create_app(
         settings,
         db,
         make_storage(settings),
-        Relay(db.sessions, publisher),
+        Relay(db.sessions, publisher, interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant),
         vectors=vectors,
         embedder=embedder,
     )

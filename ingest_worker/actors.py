@@ -16,11 +16,12 @@ from ingest_worker import deletion, steps
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
-from shared.queue import ACTOR_FOR_STAGE, QUEUE_FOR_STAGE
+from shared.queue import actor_for, queue_for
 
 get_broker()
 
 SECOND_MS = 1000
+BACKLOG_PRIORITY = 100
 MINUTE_MS = 60 * SECOND_MS
 
 # stage: (retries, backoff floor, backoff cap, Dramatiq time limit). The OCR stage's limit is
@@ -37,7 +38,7 @@ STAGE_POLICIES: dict[str, tuple[RetryPolicy, int]] = {
 }
 
 
-def _stage_actor(stage: str, work: StageWork) -> Any:
+def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
     settings = get_settings()
     policy, time_limit_ms = STAGE_POLICIES[stage]
 
@@ -48,12 +49,14 @@ def _stage_actor(stage: str, work: StageWork) -> Any:
             current(settings), job_id, stage, work, policy=policy_now, on_cancel=steps.delete_job_points
         )
 
-    run.__name__ = ACTOR_FOR_STAGE[stage]
-    run.__doc__ = f"Run the {stage} stage of a job."
+    run.__name__ = actor_for(stage, lane)
+    run.__doc__ = f"Run the {stage} stage of a job ({lane} lane)."
     return dramatiq.actor(
         run,
-        actor_name=ACTOR_FOR_STAGE[stage],
-        queue_name=QUEUE_FOR_STAGE[stage],
+        actor_name=actor_for(stage, lane),
+        queue_name=queue_for(stage, lane),
+        # Workers take a prefetched interactive message before any backlog one.
+        priority=BACKLOG_PRIORITY if lane == "backlog" else 0,
         max_retries=policy.max_retries,
         min_backoff=policy.min_backoff_ms,
         max_backoff=policy.max_backoff_ms,
@@ -61,24 +64,18 @@ def _stage_actor(stage: str, work: StageWork) -> Any:
     )
 
 
-validate_document = _stage_actor("validate", steps.validate)
-extract_text = _stage_actor("extract", steps.extract)
-ocr_pages = _stage_actor("ocr", steps.ocr)
-chunk_text = _stage_actor("chunk", steps.chunk)
-embed_chunks = _stage_actor("embed", steps.embed)
-index_chunks = _stage_actor("index", steps.index)
-finalize_job = _stage_actor("finalize", steps.finalize)
-delete_document = _stage_actor("delete", deletion.delete_document)
-
-ACTORS = (
-    validate_document,
-    extract_text,
-    ocr_pages,
-    chunk_text,
-    embed_chunks,
-    index_chunks,
-    finalize_job,
-    delete_document,
+WORK: dict[str, StageWork] = {
+    "validate": steps.validate,
+    "extract": steps.extract,
+    "ocr": steps.ocr,
+    "chunk": steps.chunk,
+    "embed": steps.embed,
+    "index": steps.index,
+    "finalize": steps.finalize,
+    "delete": deletion.delete_document,
+}
+ACTORS = tuple(
+    _stage_actor(stage, work, lane) for lane in ("interactive", "backlog") for stage, work in WORK.items()
 )
 
 

@@ -94,7 +94,12 @@ def main() -> None:
     settings = Settings.from_env()
     setup_logging(settings)
     db = Database.from_settings(settings)
-    loop = MaintenanceLoop(db, Relay(db.sessions, Publisher(make_broker(settings))), settings)
+    relay = Relay(
+        db.sessions,
+        Publisher(make_broker(settings)),
+        interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
+    )
+    loop = MaintenanceLoop(db, relay, settings)
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     signal.signal(signal.SIGINT, lambda *_: loop.stop())
     logger.info("maintenance loop running every %ss", settings.maintenance_interval_s)

@@ -15,17 +15,20 @@ import time
 from collections.abc import Iterable
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
-from shared.models import Job, OutboxMessage, utcnow
+from shared.models import Job, JobStatus, OutboxMessage, utcnow
 from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
 
 CLAIM_S = 30
+ACTIVE_STATUSES = [
+    s.value for s in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING, JobStatus.CANCEL_REQUESTED)
+]
 MAX_BACKOFF_S = 60
 
 
@@ -40,9 +43,13 @@ def add_message(session: Session, job_id: str, stage: str) -> OutboxMessage:
 class Relay:
     """Publishes outbox rows on the broker and marks them published."""
 
-    def __init__(self, sessions: sessionmaker[Session], publisher: Publisher) -> None:
+    def __init__(
+        self, sessions: sessionmaker[Session], publisher: Publisher, *, interactive_jobs_per_tenant: int = 4
+    ) -> None:
         self.sessions = sessions
         self.publisher = publisher
+        # A job with this many older unfinished jobs of its tenant goes to the backlog lane.
+        self.interactive_jobs_per_tenant = interactive_jobs_per_tenant
         # After a broker failure the fast path stays quiet for a moment, so requests are not
         # slowed by a broker that is down; the sweep keeps trying.
         self._quiet_until = 0.0
@@ -83,7 +90,7 @@ class Relay:
                 break
         return published
 
-    def _claim(self, row_id: int) -> tuple[str, str, int, str | None] | None:
+    def _claim(self, row_id: int) -> tuple[str, str, int, str | None, str] | None:
         now = utcnow()
         with transaction(self.sessions) as session:
             row = session.execute(
@@ -98,16 +105,34 @@ class Relay:
             ).first()
             if row is None:
                 return None
-            tenant_id = session.scalar(select(Job.tenant_id).where(Job.id == row[0]))
-        return row[0], row[1], row[2], tenant_id
+            job = session.get(Job, row[0])
+            if job is None:
+                return row[0], row[1], row[2], None, "interactive"
+            return row[0], row[1], row[2], job.tenant_id, self._lane(session, job)
+
+    def _lane(self, session: Session, job: Job) -> str:
+        """`backlog` for a job that has enough older unfinished jobs of its tenant ahead of it."""
+        limit = self.interactive_jobs_per_tenant
+        if limit <= 0:
+            return "interactive"
+        ahead = session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(
+                Job.tenant_id == job.tenant_id,
+                Job.status.in_(ACTIVE_STATUSES),
+                Job.created_at < job.created_at,
+            )
+        )
+        return "backlog" if (ahead or 0) >= limit else "interactive"
 
     def _publish_one(self, row_id: int) -> bool:
         claimed = self._claim(row_id)
         if claimed is None:
             return False
-        job_id, stage, attempts, tenant_id = claimed
+        job_id, stage, attempts, tenant_id, lane = claimed
         try:
-            self.publisher.publish(job_id, stage, tenant_id)
+            self.publisher.publish(job_id, stage, tenant_id, lane)
         except BrokerUnavailableError as exc:
             backoff = min(MAX_BACKOFF_S, 2 ** min(attempts, 6))
             self._quiet_until = time.monotonic() + min(backoff, 5)

@@ -34,7 +34,17 @@ QUEUE_INDEX = "index"
 # Bulk work (reindex) and webhook deliveries get queues of their own, so each can get its own pool.
 QUEUE_BULK = "bulk"
 QUEUE_WEBHOOKS = "webhooks"
-QUEUES: tuple[str, ...] = (QUEUE_INGEST, QUEUE_OCR, QUEUE_INDEX, QUEUE_BULK, QUEUE_WEBHOOKS)
+# A tenant's jobs beyond its first few unfinished ones travel in the backlog lane: the same stages
+# on queues of their own, served by the same workers at a lower priority. Another tenant's upload
+# then never waits behind a burst, and a lone burst still uses every worker.
+BACKLOG_SUFFIX = "-backlog"
+STAGE_QUEUES: tuple[str, ...] = (QUEUE_INGEST, QUEUE_OCR, QUEUE_INDEX)
+QUEUES: tuple[str, ...] = (
+    *STAGE_QUEUES,
+    *(q + BACKLOG_SUFFIX for q in STAGE_QUEUES),
+    QUEUE_BULK,
+    QUEUE_WEBHOOKS,
+)
 
 ACTOR_FOR_STAGE: dict[str, str] = {
     "validate": "validate_document",
@@ -58,15 +68,25 @@ QUEUE_FOR_STAGE: dict[str, str] = {
 HALT = "halt"
 
 
-def stage_message(job_id: str, stage: str, tenant_id: str | None = None) -> dramatiq.Message[Any]:
-    """The message that runs `stage` of `job_id`; the tenant id rides in the options for the
-    per-tenant concurrency cap, which must not need a database read to decide."""
+def queue_for(stage: str, lane: str = "interactive") -> str:
+    return QUEUE_FOR_STAGE[stage] + (BACKLOG_SUFFIX if lane == "backlog" else "")
+
+
+def actor_for(stage: str, lane: str = "interactive") -> str:
+    return ACTOR_FOR_STAGE[stage] + ("_backlog" if lane == "backlog" else "")
+
+
+def stage_message(
+    job_id: str, stage: str, tenant_id: str | None = None, lane: str = "interactive"
+) -> dramatiq.Message[Any]:
+    """The message that runs `stage` of `job_id` in `lane`; the tenant id rides in the options for
+    the per-tenant concurrency cap, which must not need a database read to decide."""
     options: dict[str, Any] = {"pipe_ignore": True}
     if tenant_id:
         options["tenant_id"] = tenant_id
     return dramatiq.Message(
-        queue_name=QUEUE_FOR_STAGE[stage],
-        actor_name=ACTOR_FOR_STAGE[stage],
+        queue_name=queue_for(stage, lane),
+        actor_name=actor_for(stage, lane),
         args=(job_id,),
         kwargs={},
         options=options,
@@ -88,12 +108,12 @@ def pipeline_of_stage(stage: str) -> tuple[str, ...]:
 
 
 def job_pipeline(
-    job_id: str, from_stage: str, broker: Broker, tenant_id: str | None = None
+    job_id: str, from_stage: str, broker: Broker, tenant_id: str | None = None, lane: str = "interactive"
 ) -> dramatiq.pipeline:
     """The pipeline of the job's remaining stages, starting at `from_stage`."""
     stages = pipeline_of_stage(from_stage)
     remaining = stages[stages.index(from_stage) :]
-    return dramatiq.pipeline([stage_message(job_id, s, tenant_id) for s in remaining], broker=broker)
+    return dramatiq.pipeline([stage_message(job_id, s, tenant_id, lane) for s in remaining], broker=broker)
 
 
 def make_broker(settings: Settings, middleware: list[Middleware] | None = None) -> Broker:
@@ -139,9 +159,11 @@ class Publisher:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    def publish(self, job_id: str, from_stage: str, tenant_id: str | None = None) -> None:
+    def publish(
+        self, job_id: str, from_stage: str, tenant_id: str | None = None, lane: str = "interactive"
+    ) -> None:
         try:
-            job_pipeline(job_id, from_stage, self.broker, tenant_id).run()
+            job_pipeline(job_id, from_stage, self.broker, tenant_id, lane).run()
         except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
             raise BrokerUnavailableError() from exc
 

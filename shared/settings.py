@@ -91,6 +91,8 @@ class Settings:
     job_deadline_per_page_s: int = 30
     # Messages of one tenant processed at once across every worker (0: no cap).
     tenant_max_concurrency: int = 2
+    # A tenant's jobs beyond this many unfinished ones go to the backlog lane (0: never).
+    interactive_jobs_per_tenant: int = 4
     # Recovery (ingest_worker/sweeper.py): a running stage holds a lease renewed while its worker
     # lives; a job whose lease expired, or whose finished stage was not handed on within
     # `handoff_stall_s`, is resumed (at most `max_recoveries` times, then `worker_lost`); a job

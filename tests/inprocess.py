@@ -49,7 +49,12 @@ def in_process_service(
         embedder=resources.embedder,
     )
     running = start_worker(broker, threads=threads, worker_timeout_ms=50) if worker else None
-    loop = MaintenanceLoop(resources.db, Relay(resources.db.sessions, Publisher(broker)), settings)
+    relay = Relay(
+        resources.db.sessions,
+        Publisher(broker),
+        interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
+    )
+    loop = MaintenanceLoop(resources.db, relay, settings)
     if maintenance:
         loop.start_thread()
     try:
