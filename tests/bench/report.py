@@ -207,15 +207,19 @@ def _fairness(result: Fairness) -> str:
         "to their queue for being over their tenant's cap.\n\n"
         + "\n".join([FAIRNESS_HEADER, *(fairness_row(run) for run in result.runs)])
     )
-    notes = []
+    notes = [
+        "- What keeps B from waiting behind A's burst is the backlog lane: A's jobs beyond its first "
+        "`INGEST_INTERACTIVE_JOBS_PER_TENANT` unfinished ones run on the `-backlog` queues at a lower "
+        "priority, so B's messages are taken before them, with or without a cap."
+    ]
     # A cap acts only when more threads than the cap serve a tenant's messages: say so when it did not.
     inert = [run.cap for run in result.runs if run.cap >= threads and run.put_back == 0]
     if inert:
         notes.append(
             f"- With a cap of {', '.join(map(str, inert))} and {threads} worker threads, no message was "
-            f"ever over the cap: tenant A cannot hold more than {threads} messages at once anyway, so B's "
-            "messages waited behind A's in the queues' order, as with no cap. A cap acts only when the "
-            "threads serving the queues outnumber it (more worker processes, or a lower cap)."
+            f"ever over the cap: tenant A cannot hold more than {threads} messages at once anyway. A cap "
+            "acts only when the threads serving the queues outnumber it (more worker processes, or a "
+            "lower cap)."
         )
     uncapped = next((run for run in result.runs if run.cap == 0), None)
     for run in result.runs:
