@@ -55,10 +55,22 @@ class Relay:
         self._quiet_until = 0.0
 
     def publish(self, ids: Iterable[int]) -> int:
-        """Fast path: publish these rows now if the broker looks healthy. Returns how many."""
+        """Fast path: publish these rows now if the broker looks healthy. Returns how many.
+
+        Runs after the caller's commit, so it never raises: whatever it cannot publish, the sweep
+        publishes later.
+        """
         if time.monotonic() < self._quiet_until:
             return 0
-        return sum(self._publish_one(row_id) for row_id in ids)
+        published = 0
+        for row_id in ids:
+            try:
+                published += self._publish_one(row_id)
+            except Exception:
+                logger.exception(
+                    "outbox row %s not published on the fast path; the sweep will retry it", row_id
+                )
+        return published
 
     def publish_for_jobs(self, job_ids: Iterable[str]) -> int:
         """Fast path for the rows of jobs just committed."""

@@ -179,11 +179,13 @@ class CommitCheckingPublisher(Publisher):
         self.db = db
         self.seen: list[str | None] = []
 
-    def publish(self, job_id: str, from_stage: str, tenant_id: str | None = None) -> None:
+    def publish(
+        self, job_id: str, from_stage: str, tenant_id: str | None = None, lane: str = "interactive"
+    ) -> None:
         with self.db.transaction() as session:
             job = session.get(Job, job_id)
             self.seen.append(job.status if job is not None else None)
-        super().publish(job_id, from_stage, tenant_id)
+        super().publish(job_id, from_stage, tenant_id, lane)
 
 
 def test_the_job_is_committed_before_its_message_can_be_consumed(settings: Settings) -> None:

@@ -84,3 +84,24 @@ def test_broker_outage_keeps_the_row_until_the_broker_is_back(
     assert Relay(sqlite_db.sessions, Publisher(broker)).publish_pending() == 1
     assert pending(sqlite_db) == []
     assert broker.client.llen(f"{broker_namespace}:{QUEUE_INGEST}") == 1  # type: ignore[attr-defined]
+
+
+class BrokenPublisher(Publisher):
+    def publish(self, *args: object, **kwargs: object) -> None:
+        raise RuntimeError("an unexpected fault in the broker client")
+
+
+def test_the_fast_path_never_fails_the_caller_after_its_commit(
+    sqlite_db: Database, settings: Settings
+) -> None:
+    # Given a committed row and a publisher that fails in an unexpected way
+    row_id = add_row(sqlite_db, new_job(sqlite_db))
+    # When the fast path runs, then it reports nothing published instead of raising
+    assert Relay(sqlite_db.sessions, BrokenPublisher(make_broker(settings))).publish([row_id]) == 0
+    # And the row waits for the sweep, which publishes it once the publisher works
+    assert pending(sqlite_db) == [row_id]
+    with sqlite_db.transaction() as session:
+        row = session.get(OutboxMessage, row_id)
+        assert row is not None
+        row.available_at = row.created_at
+    assert Relay(sqlite_db.sessions, Publisher(make_broker(settings))).publish_pending() == 1
