@@ -78,14 +78,13 @@ def _stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
     return None
 
 
+def _lease_live(job: Job) -> bool:
+    return job.lease_expires_at is not None and job.lease_expires_at > utcnow()
+
+
 def _held_by_another_worker(job: Job, stage: str) -> bool:
     """A duplicate delivery of a stage that a live worker is running right now."""
-    return (
-        job.status == S.RUNNING.value
-        and job.stage == stage
-        and job.lease_expires_at is not None
-        and job.lease_expires_at > utcnow()
-    )
+    return job.status == S.RUNNING.value and job.stage == stage and _lease_live(job)
 
 
 @contextlib.contextmanager
@@ -141,6 +140,10 @@ def run_stage(
             logger.info("job %s is %s; %s not run", job_id, status, stage)
             return HALT
         cancelled = status == S.CANCEL_REQUESTED
+        if cancelled and _lease_live(job):
+            # A worker is still inside a stage of this job; it stops at its next check and cancels.
+            logger.info("job %s: cancel requested while another worker holds it; left to that worker", job_id)
+            return HALT
         if cancelled:
             jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
         else:

@@ -150,8 +150,9 @@ def transition(
     values: dict[str, Any] = {"status": to.value, **fields}
     if to in TERMINAL:
         values.setdefault("finished_at", utcnow())
-    if to != S.RUNNING:
-        # No stage runs in any other state, so no worker holds the job.
+    if to not in (S.RUNNING, S.CANCEL_REQUESTED):
+        # No stage runs in any other state, so no worker holds the job. A cancel request keeps the
+        # lease: the worker running a stage holds it until that stage stops.
         values.setdefault("lease_expires_at", None)
     snapshot = _write(session, job_id, expected_values, values)
     record_event(session, snapshot, event or EVENT_FOR_STATUS[to])
@@ -250,6 +251,13 @@ def finish_stage(
             {"stage": stage, "progress": stage_progress(stage), "lease_expires_at": None, **counters},
         )
     except StaleTransitionError:
+        # The job was cancelled or failed meanwhile: this worker no longer holds it.
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.stage == stage)
+            .values(lease_expires_at=None)
+            .execution_options(synchronize_session=False)
+        )
         return None
     record_event(session, snapshot, "job.stage_completed")
     return snapshot
@@ -264,7 +272,7 @@ def renew_lease(session: Session, job_id: str, stage: str, *, lease_s: float) ->
         update(Job)
         .where(
             Job.id == job_id,
-            Job.status == S.RUNNING.value,
+            Job.status.in_([S.RUNNING.value, S.CANCEL_REQUESTED.value]),
             Job.stage == stage,
             Job.lease_expires_at.is_not(None),
         )

@@ -12,7 +12,7 @@ from ingest_worker import steps
 from ingest_worker.actors import STAGE_POLICIES
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
-from shared import operations
+from shared import jobs, operations
 from shared.db import migrate
 from shared.models import Job, JobStage
 from shared.queue import HALT, STAGES
@@ -117,3 +117,27 @@ def test_a_cancel_is_seen_between_batches_inside_a_long_stage(res: Resources) ->
         assert job is not None and job.status == "cancelled" and job.chunks > 4
         stage = session.get(JobStage, (job_id, "embed"))
         assert stage is not None and stage.status != "done"
+
+
+def test_a_cancel_waits_for_the_worker_that_holds_the_job(res: Resources) -> None:
+    _, job_id = new_job(res)
+    assert run(res, job_id, "validate") is None
+    # Given another worker in the middle of extract (it holds the job's lease) and a cancel request
+    with res.db.transaction() as session:
+        jobs.claim_stage(session, job_id, "extract")
+        jobs.start_stage(session, job_id, "extract", lease_s=60)
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and operations.cancel_job(session, job).status == "cancel_requested"
+    # When a duplicate message for the job arrives elsewhere, then it leaves the job to its holder
+    assert run(res, job_id, "extract") == HALT
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "cancel_requested" and job.lease_expires_at is not None
+    # When the holder finishes its stage, it lets go, and the next boundary cancels the job
+    with res.db.transaction() as session:
+        assert jobs.finish_stage(session, job_id, "extract") is None
+    assert run(res, job_id, "ocr") == HALT
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "cancelled"
