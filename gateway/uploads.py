@@ -20,6 +20,7 @@ from gateway.representations import job_body
 from gateway.services import Services
 from shared import operations
 from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
+from shared.jobs import latest_job_of_document
 from shared.models import Document, Job, new_id
 
 READ_BYTES = 1024 * 1024
@@ -93,10 +94,7 @@ def _live_documents(
                 Document.tenant_id == tenant_id, Document.sha256.in_(digests), Document.deleted_at.is_(None)
             )
         ):
-            job = session.scalars(
-                select(Job).where(Job.document_id == document.id).order_by(Job.created_at.desc())
-            ).first()
-            found[document.sha256] = (document, job)
+            found[document.sha256] = (document, latest_job_of_document(session, document.id))
     return found
 
 

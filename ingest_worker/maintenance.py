@@ -16,10 +16,10 @@ from sqlalchemy import select
 from ingest_worker.sweeper import BrokerEpoch, sweep
 from shared import jobs, outbox
 from shared.db import Database
-from shared.jobs import ACTIVE, done_stages
+from shared.jobs import ACTIVE
 from shared.models import Job, OutboxMessage
 from shared.outbox import Relay
-from shared.queue import Publisher, make_broker, stages_of
+from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -80,10 +80,7 @@ def requeue_unfinished(db: Database) -> int:
                 continue
             # Whatever lease it held belonged to the process that stopped.
             jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at)
-            done = set(done_stages(session, job.id))
-            stages = stages_of(job.kind)
-            next_stage = next((s for s in stages if s not in done), stages[-1])
-            outbox.add_message(session, job.id, next_stage)
+            outbox.add_message(session, job.id, jobs.resume_stage(session, job))
             count += 1
     return count
 

@@ -25,7 +25,6 @@ from sqlalchemy import and_, exists, or_, select
 from shared import jobs, outbox
 from shared.db import Database
 from shared.models import Job, JobStatus, OutboxMessage, utcnow
-from shared.queue import stages_of
 from shared.settings import Settings
 
 logger = logging.getLogger(__name__)
@@ -108,9 +107,7 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
                 continue
             if not jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at, counted=counted):
                 continue
-            done = set(jobs.done_stages(session, job.id))
-            pipeline = stages_of(job.kind)
-            outbox.add_message(session, job.id, next((s for s in pipeline if s not in done), pipeline[-1]))
+            outbox.add_message(session, job.id, jobs.resume_stage(session, job))
             logger.warning("job %s (%s, stage %s) resumed by the sweeper", job.id, job.status, job.stage)
             resumed += 1
     return resumed

@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from shared.errors import StaleTransitionError
 from shared.models import Job, JobEvent, JobStage, JobStatus, StageStatus, utcnow
-from shared.queue import STAGES, pipeline_of_stage
+from shared.queue import STAGES, pipeline_of_stage, stages_of
 
 S = JobStatus
 
@@ -310,6 +310,20 @@ def mark_recovered(
         .execution_options(synchronize_session=False)
     )
     return bool(result.rowcount)  # type: ignore[attr-defined]
+
+
+def resume_stage(session: Session, job: Job) -> str:
+    """The first stage of the job's pipeline that has not finished: where a retry, a replay or a
+    recovery starts (the last stage when all are done, so the job still completes)."""
+    done = set(done_stages(session, job.id))
+    pipeline = stages_of(job.kind)
+    return next((s for s in pipeline if s not in done), pipeline[-1])
+
+
+def latest_job_of_document(session: Session, document_id: str) -> Job | None:
+    return session.scalars(
+        select(Job).where(Job.document_id == document_id).order_by(Job.created_at.desc())
+    ).first()
 
 
 def done_stages(session: Session, job_id: str) -> list[str]:

@@ -14,7 +14,7 @@ from shared import jobs, outbox
 from shared.errors import ConflictError, StorageQuotaExceededError, TooManyActiveJobsError
 from shared.jobs import ACTIVE, TERMINAL
 from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, utcnow
-from shared.queue import first_stage, stages_of
+from shared.queue import first_stage
 from shared.settings import Settings
 
 S = JobStatus
@@ -91,9 +91,7 @@ def retry_job(session: Session, job: Job) -> Job:
     document = session.get(Document, job.document_id)
     if document is None or document.deleted_at is not None:
         raise ConflictError("The job's document has been deleted.", code="document_deleted")
-    done = set(jobs.done_stages(session, job.id))
-    pipeline = stages_of(job.kind)
-    resume_at = next((s for s in pipeline if s not in done), pipeline[-1])
+    resume_at = jobs.resume_stage(session, job)
     jobs.transition(
         session, job.id, S.QUEUED, expected=[status], error_code=None, error_message=None, finished_at=None
     )

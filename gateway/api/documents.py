@@ -27,7 +27,8 @@ from gateway.services import services
 from shared import idempotency, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.idempotency import StoredResponse
-from shared.models import Document, Job, Tenant
+from shared.jobs import latest_job_of_document
+from shared.models import Document, Tenant
 
 blp = Blueprint("documents", __name__, description="Upload and manage PDF documents")
 
@@ -142,14 +143,8 @@ def list_documents(limit: int, cursor: str | None = None) -> Any:
     with services().db.transaction() as session:
         stmt = select(Document).where(Document.tenant_id == g.caller.tenant_id, Document.deleted_at.is_(None))
         rows = list(session.scalars(page(stmt, Document, cursor=cursor, limit=limit)))
-        items = [document_body(d, _latest_job(session, d.id)) for d in rows[:limit]]
+        items = [document_body(d, latest_job_of_document(session, d.id)) for d in rows[:limit]]
         return {"items": items, "next_cursor": next_cursor(rows, limit)}
-
-
-def _latest_job(session: Any, document_id: str) -> Job | None:
-    return session.scalars(  # type: ignore[no-any-return]
-        select(Job).where(Job.document_id == document_id).order_by(Job.created_at.desc())
-    ).first()
 
 
 def _own_document(session: Any, document_id: str) -> Document:
@@ -168,7 +163,7 @@ def get_document(document_id: str) -> Any:
     """One of the caller's documents, with its latest job."""
     with services().db.transaction() as session:
         document = _own_document(session, document_id)
-        return document_body(document, _latest_job(session, document.id))
+        return document_body(document, latest_job_of_document(session, document.id))
 
 
 @blp.route("/v1/documents/<document_id>", methods=["DELETE"])
