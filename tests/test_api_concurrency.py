@@ -23,53 +23,49 @@ pytestmark = pytest.mark.postgres
 REQUESTS = 50
 
 
-def test_fifty_concurrent_posts_with_one_idempotency_key_create_one_job(
-    settings: Settings, pg_server_url: str, pg_db: Database
-) -> None:
-    # Given a gateway on PostgreSQL
-    settings = settings.replace(database_url=pg_server_url)
-    app = create_app(settings, publisher=Publisher(make_broker(settings)))
-    key = tenant_key(app, "acme")
-    body = text_pdf(["One and only one."])
-    start = threading.Barrier(REQUESTS)
+def post_at_once(app: Any, count: int, headers: dict[str, str], body: bytes) -> list[Any]:
+    """`count` clients posting the same upload at the same moment."""
+    start = threading.Barrier(count)
 
     def post(_: int) -> Any:
         client = app.test_client()
         start.wait()
-        return client.post(
-            "/v1/documents",
-            headers={**auth(key), "Idempotency-Key": "same-key"},
-            data={"file": (io.BytesIO(body), "one.pdf")},
-        )
+        return client.post("/v1/documents", headers=headers, data={"file": (io.BytesIO(body), "one.pdf")})
 
+    with ThreadPoolExecutor(count) as pool:
+        return list(pool.map(post, range(count)))
+
+
+def gateway_on(settings: Settings, pg_server_url: str) -> Any:
+    settings = settings.replace(database_url=pg_server_url)
+    return create_app(settings, publisher=Publisher(make_broker(settings)))
+
+
+def counts(db: Database) -> tuple[int, int]:
+    with db.transaction() as session:
+        jobs = session.scalar(select(func.count()).select_from(Job))
+        documents = session.scalar(select(func.count()).select_from(Document))
+        return int(jobs or 0), int(documents or 0)
+
+
+def test_fifty_concurrent_posts_with_one_idempotency_key_create_one_job(
+    settings: Settings, pg_server_url: str, pg_db: Database
+) -> None:
+    # Given a gateway on PostgreSQL
+    app = gateway_on(settings, pg_server_url)
+    headers = {**auth(tenant_key(app, "acme")), "Idempotency-Key": "same-key"}
     # When fifty clients send the same request at the same moment
-    with ThreadPoolExecutor(REQUESTS) as pool:
-        responses = list(pool.map(post, range(REQUESTS)))
+    responses = post_at_once(app, REQUESTS, headers, text_pdf(["One and only one."]))
     # Then every one gets the same answer, and exactly one document and one job exist
     assert {r.status_code for r in responses} == {202}
     assert len({r.get_json()["job_id"] for r in responses}) == 1
-    with pg_db.transaction() as session:
-        assert session.scalar(select(func.count()).select_from(Job)) == 1
-        assert session.scalar(select(func.count()).select_from(Document)) == 1
+    assert counts(pg_db) == (1, 1)
 
 
 def test_concurrent_uploads_of_the_same_bytes_without_a_key_make_one_document(
     settings: Settings, pg_server_url: str, pg_db: Database
 ) -> None:
-    settings = settings.replace(database_url=pg_server_url)
-    app = create_app(settings, publisher=Publisher(make_broker(settings)))
-    key = tenant_key(app, "acme")
-    body = text_pdf(["Same bytes."])
-    start = threading.Barrier(10)
-
-    def post(_: int) -> Any:
-        client = app.test_client()
-        start.wait()
-        return client.post("/v1/documents", headers=auth(key), data={"file": (io.BytesIO(body), "x.pdf")})
-
-    with ThreadPoolExecutor(10) as pool:
-        responses = list(pool.map(post, range(10)))
+    app = gateway_on(settings, pg_server_url)
+    responses = post_at_once(app, 10, auth(tenant_key(app, "acme")), text_pdf(["Same bytes."]))
     assert sorted(r.status_code for r in responses) == [200] * 9 + [202]
-    with pg_db.transaction() as session:
-        assert session.scalar(select(func.count()).select_from(Document)) == 1
-        assert session.scalar(select(func.count()).select_from(Job)) == 1
+    assert counts(pg_db) == (1, 1)
