@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test bench lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
+.PHONY: run up down test bench lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench    - benchmarks, saved to docs/bench.md"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
+	@echo "make up / make down - the production topology as separate processes on this machine"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
 $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
@@ -93,6 +94,18 @@ dlq: $(RUNTIME_STAMP)
 replay: $(RUNTIME_STAMP)
 	@test -n "$(JOB)" || { echo "usage: make replay JOB=<job id>" >&2; exit 2; }
 	@$(PY) -m ingest_worker.cli replay "$(JOB)"
+
+# The production topology on this machine, without containers: the local PostgreSQL and Redis, a
+# `weed mini` S3 server, the gateway, a worker pool per queue and the maintenance loop as separate
+# processes (deploy/topology.py), restarted when one dies. State and logs: var/up/. JSON logs
+# unless INGEST_LOG_JSON says otherwise.
+up: export INGEST_LOG_JSON ?= true
+up: export INGEST_PORT ?= $(PORT)
+up: $(DEV_STAMP) tesseract model
+	@$(PY) -m deploy.up start
+
+down:
+	@$(PY) -m deploy.up stop
 
 # --- Production processes (configure with INGEST_* variables; see README) ----------------------
 

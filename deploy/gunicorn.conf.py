@@ -13,6 +13,8 @@ timeout = _settings.gateway_timeout_s
 # On SIGTERM a worker finishes the requests it holds for this long before it is killed.
 graceful_timeout = _settings.gateway_graceful_timeout_s
 keepalive = 5
+# Gunicorn's control socket defaults to one path per user, which two gateways on a host would share.
+control_socket_disable = True
 # Request line and headers are small in this API; the body limit is the app's (max_upload_mb).
 limit_request_line = 8190
 limit_request_fields = 100
@@ -22,3 +24,23 @@ limit_request_field_size = 8190
 accesslog = None
 errorlog = "-"
 loglevel = _settings.log_level.lower()
+if _settings.log_json:
+    # Gunicorn's own lines (start, worker boots and deaths) as the same JSON objects as the app's.
+    logconfig_dict = {
+        "version": 1,
+        "disable_existing_loggers": False,
+        "formatters": {"json": {"()": "shared.logging.JsonFormatter"}},
+        "handlers": {
+            "console": {"class": "logging.StreamHandler", "formatter": "json", "stream": "ext://sys.stderr"}
+        },
+        "loggers": {
+            "gunicorn.error": {"handlers": ["console"], "level": loglevel.upper(), "propagate": False}
+        },
+    }
+
+
+def child_exit(server: object, worker: object) -> None:
+    """Drop a dead worker's live gauges from the Prometheus multiprocess folder."""
+    from shared.metrics import mark_process_dead
+
+    mark_process_dead(worker.pid)  # type: ignore[attr-defined]

@@ -146,18 +146,20 @@ class Topology:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self._stopping.clear()
         for name in self.specs:
-            self._spawn(name)
+            self._spawn(name, fresh=True)
         if self.restart_on_death and self._watcher is None:
             self._watcher = threading.Thread(target=self._watch, name="topology-watch", daemon=True)
             self._watcher.start()
 
-    def _spawn(self, name: str) -> None:
+    def _spawn(self, name: str, *, fresh: bool = False) -> None:
         spec = self.specs[name]
         metrics_dir = spec.env.get(MULTIPROC_ENV)
         if metrics_dir:
-            # Samples of a previous run's processes would add to this one's.
-            shutil.rmtree(metrics_dir, ignore_errors=True)
-            Path(metrics_dir).mkdir(parents=True)
+            # A previous run's samples would add to this one's; a restarted process's predecessors'
+            # counters stay, so the group's totals never go down.
+            if fresh:
+                shutil.rmtree(metrics_dir, ignore_errors=True)
+            Path(metrics_dir).mkdir(parents=True, exist_ok=True)
         with self._lock:
             log = self._logs.get(name) or (self.log_dir / f"{name}.log").open("ab")
             self._logs[name] = log

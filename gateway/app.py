@@ -9,6 +9,7 @@ from flask import Flask
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
+from gateway import metrics
 from gateway.api import admin, documents, health, jobs, search
 from gateway.errors import register_error_handlers
 from gateway.schemas import ProblemSchema
@@ -87,4 +88,5 @@ def create_app(
     for blueprint in (health.blp, documents.blp, jobs.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)
     register_error_handlers(app)
+    metrics.install(app)
     return app

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from flask import g, request
 
 from gateway.services import services
+from shared import logging as ingest_logging
 from shared.errors import ForbiddenError, TenantSuspendedError, UnauthorizedError
 from shared.models import KeyRole, TenantStatus
 from shared.tenants import resolve_key
@@ -35,7 +36,9 @@ def _caller() -> Caller:
         api_key, tenant = found
         if tenant is not None and tenant.status != TenantStatus.ACTIVE.value:
             raise TenantSuspendedError()
-        return Caller(tenant_id=tenant.id if tenant else None, role=api_key.role)
+        caller = Caller(tenant_id=tenant.id if tenant else None, role=api_key.role)
+    ingest_logging.bind(tenant_id=caller.tenant_id)
+    return caller
 
 
 def tenant_required(view: F) -> F:

@@ -189,7 +189,11 @@ class HealthSchema(Schema):
 
 class ReadinessSchema(Schema):
     status = fields.String(required=True, validate=validate.OneOf(["ready", "degraded", "unavailable"]))
-    checks = fields.Dict(keys=fields.String(), values=fields.String(validate=validate.OneOf(["ok", "down"])))
+    checks = fields.Dict(
+        keys=fields.String(), values=fields.String(validate=validate.OneOf(["ok", "down", "local"]))
+    )
+    # The dependencies that are down, by name.
+    down = fields.List(fields.String())
 
 
 class DeadLetterSchema(Schema):

@@ -14,9 +14,12 @@ from dramatiq.middleware import (
 )
 
 from ingest_worker.middleware.hand_offs import HandOffs
+from ingest_worker.middleware.log_context import LogContext
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
+from ingest_worker.middleware.stage_metrics import StageMetrics
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
 from ingest_worker.resources import current
+from shared.logging import setup_logging
 from shared.queue import make_broker
 from shared.settings import Settings
 
@@ -24,10 +27,13 @@ _broker: Broker | None = None
 _settings: Settings | None = None
 
 
-def worker_middleware() -> list[dramatiq.Middleware]:
+def worker_middleware(metrics_port: int = 0) -> list[dramatiq.Middleware]:
     """The worker's middleware, in order. `after_*` hooks run in reverse, so PipelineHalt, placed
-    after Pipelines, sees a stage's result before Pipelines hands the job on."""
+    after Pipelines, sees a stage's result before Pipelines hands the job on; LogContext comes
+    first so the ids are bound before any other hook logs, and cleared after the last."""
     return [
+        LogContext(),
+        StageMetrics(metrics_port),
         TimeLimit(),
         ShutdownNotifications(),
         Callbacks(),
@@ -51,27 +57,32 @@ def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
     )
 
 
-def build_broker(settings: Settings) -> Broker:
+def build_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
     """The broker the settings name, with the worker's middleware."""
-    broker = make_broker(settings, middleware=worker_middleware())
+    broker = make_broker(settings, middleware=worker_middleware(metrics_port))
     broker.add_middleware(tenant_concurrency(broker, settings))
     broker.add_middleware(HandOffs(lambda: current(settings)))
     return broker
 
 
-def setup_broker(settings: Settings) -> Broker:
+def setup_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
     """Build the broker the settings name and make it Dramatiq's global broker."""
     global _broker, _settings
     settings.export_child_environment()
-    _broker = build_broker(settings)
+    _broker = build_broker(settings, metrics_port=metrics_port)
     _settings = settings
     dramatiq.set_broker(_broker)
     return _broker
 
 
 def get_broker() -> Broker:
-    """The process's broker, built from the environment on first use (the `dramatiq` CLI path)."""
-    return _broker if _broker is not None else setup_broker(Settings.from_env())
+    """The process's broker, built from the environment on first use: the `dramatiq` CLI path,
+    which also sets up logging (the pools run with --skip-logging) and the metrics exposition."""
+    if _broker is not None:
+        return _broker
+    settings = Settings.from_env()
+    setup_logging(settings)
+    return setup_broker(settings, metrics_port=settings.metrics_port)
 
 
 def get_settings() -> Settings:

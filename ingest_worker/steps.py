@@ -31,6 +31,7 @@ from ingest_worker.stages.models import (
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import validate_pdf
+from shared import metrics
 from shared.errors import DocumentDeletedError, NoTextError, PointCountMismatchError
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job, Tenant
@@ -130,6 +131,7 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
 
             for result in pool.map(read, groups):
                 texts.update(result)
+        metrics.OCR_PAGES.inc(len(texts))
         pages = [
             PageText(number=p.number, text=texts.get(p.number, ""), needs_ocr=False, source="ocr")
             if p.number in texts
@@ -168,7 +170,9 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
     vectors: list[list[float]] = []
     for start in range(0, len(chunks), batch):
         check_not_cancelled(res, job.id)
-        vectors.extend(embedder.embed([c.text for c in chunks[start : start + batch]]))
+        part = chunks[start : start + batch]
+        vectors.extend(embedder.embed([c.text for c in part]))
+        metrics.EMBEDDING_TOKENS.labels(res.settings.embedder).inc(sum(c.token_count for c in part))
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(vectors, dtype=np.float32))
     key = artifact_key(job.id, "vectors.npy")

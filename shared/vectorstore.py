@@ -60,6 +60,10 @@ class VectorStore:
         client = QdrantClient(path=settings.effective_qdrant_path)
         return cls(client, prefix=settings.qdrant_collection_prefix, server=False)
 
+    def check(self) -> None:
+        """Raise `VectorStoreUnavailableError` when Qdrant does not answer (readiness)."""
+        self._call(self.client.get_collections)
+
     def collection(self, model: str, dimension: int) -> str:
         return collection_name(self.prefix, model, dimension)
 

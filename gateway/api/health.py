@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from typing import Any
 
 from flask_smorest import Blueprint
 from sqlalchemy import text
 
 from gateway.schemas import HealthSchema, ReadinessSchema
-from gateway.services import services
-from shared.errors import IngestError
+from gateway.services import Services, services
+from shared.errors import IngestError, SearchUnavailableError
+
+logger = logging.getLogger(__name__)
 
 blp = Blueprint("health", __name__, description="Health of the gateway")
 
@@ -27,26 +31,43 @@ def healthz() -> Any:
 @blp.response(200, ReadinessSchema)
 @blp.alt_response(503, schema=ReadinessSchema, description="Uploads cannot be accepted")
 def readyz() -> Any:
-    """503 only when uploads cannot be accepted (database or storage down); a broker outage is
-    'degraded', since the outbox keeps the work until the broker is back."""
+    """Each dependency is `ok` or `down`. 503 only when uploads cannot be accepted (database or
+    storage down); a broker or vector store outage is `degraded`: the outbox keeps the work until
+    the broker is back, and only search needs the vector store. Without a Qdrant server the local
+    folder belongs to the index worker, so the vector store reads `local` (search answers 503)."""
     svc = services()
-    checks: dict[str, str] = {}
-    try:
-        with svc.db.transaction() as session:
-            session.execute(text("SELECT 1"))
-        checks["database"] = "ok"
-    except Exception:
-        checks["database"] = "down"
-    try:
-        svc.storage.check()
-        checks["storage"] = "ok"
-    except IngestError:
-        checks["storage"] = "down"
-    try:
-        svc.relay.publisher.check()
-        checks["broker"] = "ok"
-    except IngestError:
-        checks["broker"] = "down"
+    checks = {
+        "database": _probe(lambda: _select_one(svc)),
+        "storage": _probe(svc.storage.check),
+        "broker": _probe(svc.relay.publisher.check),
+        "vector_store": _vector_store(svc),
+    }
     ready = checks["database"] == "ok" and checks["storage"] == "ok"
-    status = "ready" if ready and checks["broker"] == "ok" else "degraded" if ready else "unavailable"
-    return {"status": status, "checks": checks}, 200 if ready else 503
+    down = [name for name, state in checks.items() if state == "down"]
+    status = "unavailable" if not ready else "degraded" if down else "ready"
+    return {"status": status, "checks": checks, "down": down}, 200 if ready else 503
+
+
+def _select_one(svc: Services) -> None:
+    with svc.db.transaction() as session:
+        session.execute(text("SELECT 1"))
+
+
+def _probe(check: Callable[[], None]) -> str:
+    try:
+        check()
+    except IngestError:
+        return "down"
+    except Exception:
+        # The database driver's own errors are not classified; any failure of the probe means down.
+        logger.info("readiness probe failed", exc_info=True)
+        return "down"
+    return "ok"
+
+
+def _vector_store(svc: Services) -> str:
+    try:
+        store = svc.vectors
+    except SearchUnavailableError:
+        return "local"
+    return _probe(store.check)
