@@ -112,9 +112,6 @@ def process_specs(settings: Settings, *, pools: tuple[str, ...] | None = None) -
     for i, pool in enumerate(pools if pools is not None else tuple(POOL_QUEUES)):
         port = settings.metrics_port + i if settings.metrics_port else 0
         env = {**base, "INGEST_METRICS_PORT": str(port), MULTIPROC_ENV: str(metrics_dir / pool)}
-        if settings.worker_prefetch:
-            # Dramatiq reads its prefetch from this variable only.
-            env["dramatiq_queue_prefetch"] = str(settings.worker_prefetch)
         url = f"http://{settings.host}:{port}/metrics" if port else ""
         specs.append(ProcessSpec(pool, dramatiq_argv(settings, pool), env, url))
     specs.append(ProcessSpec("maintenance", [sys.executable, "-m", MAINTENANCE_MODULE], dict(base)))

@@ -82,6 +82,10 @@ def get_broker() -> Broker:
         return _broker
     settings = Settings.from_env()
     setup_logging(settings)
+    if settings.worker_prefetch:
+        # The CLI builds its Worker after importing the actors, and Worker reads this module
+        # constant (Dramatiq's `dramatiq_queue_prefetch` variable) when it is built.
+        dramatiq.worker.QUEUE_PREFETCH = settings.worker_prefetch  # type: ignore[attr-defined]
     return setup_broker(settings, metrics_port=settings.metrics_port)
 
 
