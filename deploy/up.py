@@ -9,6 +9,7 @@ everything down gracefully. State, pid files and logs live under var/up/.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -241,20 +242,36 @@ def start() -> int:
 def stop() -> int:
     pid_file = STATE_DIR / "supervisor.pid"
     pid = _read_pid(pid_file)
-    if pid is None:
-        print("not up")
-        pid_file.unlink(missing_ok=True)
-        return 0
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and _read_pid(pid_file):
-        time.sleep(0.3)
-    if _read_pid(pid_file):
-        print(f"the supervisor (pid {pid}) did not stop within 120 s", file=sys.stderr)
-        return 1
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and _read_pid(pid_file):
+            time.sleep(0.3)
     pid_file.unlink(missing_ok=True)
-    print("down")
+    leftovers = _stop_leftovers()
+    print("down" if pid is not None or leftovers else "not up")
     return 0
+
+
+def _stop_leftovers() -> int:
+    """Processes whose supervisor died without stopping them (killed with SIGKILL, say): SIGTERM,
+    then SIGKILL to each one's process group."""
+    found = [
+        (path, pid)
+        for path in [*STATE_DIR.glob("logs/*.pid"), STATE_DIR / "s3.pid"]
+        if (pid := _read_pid(path))
+    ]
+    for _, pid in found:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_read_pid(path) for path, _ in found):
+        time.sleep(0.3)
+    for path, pid in found:
+        if _read_pid(path):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, signal.SIGKILL)
+        path.unlink(missing_ok=True)
+    return len(found)
 
 
 def main() -> int:
