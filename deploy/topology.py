@@ -257,3 +257,37 @@ class Topology:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def run(name: str, settings: Settings | None = None) -> None:
+    """Replace this process with the topology's process `name` (one process per host or container,
+    run by systemd or the like): `python -m deploy.topology run worker-ingest`."""
+    specs = {spec.name: spec for spec in process_specs(settings or Settings.from_env())}
+    if name not in specs:
+        raise SystemExit(f"no process {name!r}; one of: {', '.join(specs)}")
+    spec = specs[name]
+    metrics_dir = spec.env.get(MULTIPROC_ENV)
+    if metrics_dir:
+        shutil.rmtree(metrics_dir, ignore_errors=True)
+        Path(metrics_dir).mkdir(parents=True)
+    os.chdir(ROOT)
+    os.execve(spec.argv[0], spec.argv, child_environment({"PYTHONPATH": str(ROOT), **spec.env}))
+
+
+def main(argv: list[str] | None = None) -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m deploy.topology", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="print each process of the topology and its command")
+    one = sub.add_parser("run", help="run one process of the topology in place of this one")
+    one.add_argument("name")
+    args = parser.parse_args(argv)
+    if args.command == "run":
+        run(args.name)
+    for spec in process_specs(Settings.from_env()):
+        print(f"{spec.name:16} {' '.join(spec.command)}")
+
+
+if __name__ == "__main__":
+    main()
