@@ -17,7 +17,7 @@ from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
 from ingest_worker.resources import current
-from shared.queue import make_broker
+from shared.queue import QUEUE_WEBHOOKS, make_broker
 from shared.settings import Settings
 
 _broker: Broker | None = None
@@ -69,6 +69,20 @@ def setup_broker(settings: Settings) -> Broker:
     return _broker
 
 
+def start_workers(
+    broker: Broker, *, stage_threads: int, webhook_threads: int, worker_timeout_ms: int = 100
+) -> list[dramatiq.Worker]:
+    """The embedded process's workers: stage threads, and webhook threads of their own so a slow
+    receiver never holds a stage thread (and a busy pipeline never delays a webhook)."""
+    stage_queues = set(broker.get_declared_queues()) - {QUEUE_WEBHOOKS}
+    return [
+        start_worker(broker, threads=stage_threads, worker_timeout_ms=worker_timeout_ms, queues=stage_queues),
+        start_worker(
+            broker, threads=webhook_threads, worker_timeout_ms=worker_timeout_ms, queues={QUEUE_WEBHOOKS}
+        ),
+    ]
+
+
 def get_broker() -> Broker:
     """The process's broker, built from the environment on first use (the `dramatiq` CLI path)."""
     return _broker if _broker is not None else setup_broker(Settings.from_env())
@@ -80,8 +94,10 @@ def get_settings() -> Settings:
     return _settings
 
 
-def start_worker(broker: Broker, *, threads: int, worker_timeout_ms: int = 100) -> dramatiq.Worker:
-    """Worker threads in this process (the embedded topology, tests).
+def start_worker(
+    broker: Broker, *, threads: int, worker_timeout_ms: int = 100, queues: set[str] | None = None
+) -> dramatiq.Worker:
+    """Worker threads in this process (the embedded topology, tests), on `queues` or on all of them.
 
     The `dramatiq` command announces the process boot to the middleware; an in-process worker must
     do it itself, once per broker, or TimeLimit never starts its watchdog and no limit applies.
@@ -89,6 +105,6 @@ def start_worker(broker: Broker, *, threads: int, worker_timeout_ms: int = 100) 
     if not getattr(broker, "_ingest_booted", False):
         broker.emit_after("process_boot")
         broker._ingest_booted = True  # type: ignore[attr-defined]
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=worker_timeout_ms)
+    worker = dramatiq.Worker(broker, queues=queues, worker_threads=threads, worker_timeout=worker_timeout_ms)
     worker.start()
     return worker
