@@ -42,33 +42,33 @@ def _in_flight_s(settings: Settings) -> float:
     return 2 * (settings.webhook_connect_timeout_s + settings.webhook_timeout_s) + 30
 
 
-def _superseded(session: Any, row: WebhookDelivery) -> bool:
-    """Mark a progress event that a newer event of its job overtook at the same endpoint; an
-    explicit redelivery is never superseded."""
-    redelivery = session.scalar(
+def _newer_exists(session: Any, row: WebhookDelivery) -> bool:
+    return bool(
+        session.scalar(
+            select(func.count())
+            .select_from(WebhookDelivery)
+            .where(
+                WebhookDelivery.job_id == row.job_id,
+                WebhookDelivery.url == row.url,
+                WebhookDelivery.seq > row.seq,
+                WebhookDelivery.status != D.SUPERSEDED.value,
+            )
+        )
+    )
+
+
+def _throttled(session: Any, row: WebhookDelivery, settings: Settings, now: Any) -> bool:
+    """At most one progress event per job and endpoint every `webhook_progress_interval_s`: one
+    that comes sooner waits for its turn, and is superseded if a newer event of the job exists by
+    then. True when the row is not to be sent now. Retries and redeliveries are never throttled."""
+    if row.attempts > 0 or settings.webhook_progress_interval_s <= 0:
+        return False
+    if session.scalar(
         select(func.count())
         .select_from(WebhookDelivery)
         .where(WebhookDelivery.event_id == row.event_id, WebhookDelivery.id < row.id)
-    )
-    if redelivery:
+    ):
         return False
-    newer = session.scalar(
-        select(func.count())
-        .select_from(WebhookDelivery)
-        .where(
-            WebhookDelivery.job_id == row.job_id,
-            WebhookDelivery.url == row.url,
-            WebhookDelivery.seq > row.seq,
-            WebhookDelivery.status != D.SUPERSEDED.value,
-        )
-    )
-    if newer:
-        row.status, row.updated_at = D.SUPERSEDED.value, utcnow()
-    return bool(newer)
-
-
-def _postponed(session: Any, row: WebhookDelivery, settings: Settings) -> bool:
-    """Push a progress event back to one interval after the previous one sent to the endpoint."""
     previous = session.scalar(
         select(func.max(WebhookDelivery.last_attempt_at)).where(
             WebhookDelivery.job_id == row.job_id,
@@ -78,10 +78,15 @@ def _postponed(session: Any, row: WebhookDelivery, settings: Settings) -> bool:
         )
     )
     not_before = previous + timedelta(seconds=settings.webhook_progress_interval_s) if previous else None
-    if not_before is None or not_before <= utcnow() or row.attempts > 0:
-        return False
-    row.next_attempt_at, row.published_at, row.updated_at = not_before, None, utcnow()
-    return True
+    waiting = not_before is not None and not_before > now
+    waited = row.next_attempt_at > row.created_at
+    if (waiting or waited) and _newer_exists(session, row):
+        row.status, row.updated_at = D.SUPERSEDED.value, now
+        return True
+    if waiting and not_before is not None:
+        row.next_attempt_at, row.published_at, row.updated_at = not_before, None, now
+        return True
+    return False
 
 
 def _claim(db: Database, delivery_id: int, settings: Settings) -> tuple[WebhookDelivery, list[str]] | None:
@@ -91,10 +96,9 @@ def _claim(db: Database, delivery_id: int, settings: Settings) -> tuple[WebhookD
         row = session.get(WebhookDelivery, delivery_id)
         if row is None or row.status != D.PENDING.value:
             return None
-        progress = row.event_type in PROGRESS_EVENTS
-        if progress and _superseded(session, row):
+        if row.next_attempt_at > now:
             return None
-        if row.next_attempt_at > now or (progress and _postponed(session, row, settings)):
+        if row.event_type in PROGRESS_EVENTS and _throttled(session, row, settings, now):
             return None
         claimed = session.execute(
             update(WebhookDelivery)
@@ -114,6 +118,21 @@ def _claim(db: Database, delivery_id: int, settings: Settings) -> tuple[WebhookD
         ).rowcount  # type: ignore[attr-defined]
         if not claimed:
             return None
+        # Progress events of the job waiting for their turn at this endpoint are older news now.
+        session.execute(
+            update(WebhookDelivery)
+            .where(
+                WebhookDelivery.job_id == row.job_id,
+                WebhookDelivery.url == row.url,
+                WebhookDelivery.seq < row.seq,
+                WebhookDelivery.event_type.in_(PROGRESS_EVENTS),
+                WebhookDelivery.status == D.PENDING.value,
+                WebhookDelivery.attempts == 0,
+                WebhookDelivery.next_attempt_at > WebhookDelivery.created_at,
+            )
+            .values(status=D.SUPERSEDED.value, updated_at=now)
+            .execution_options(synchronize_session=False)
+        )
         session.refresh(row)
         keys = signing_secrets(session.get(Tenant, row.tenant_id), now)
         session.expunge(row)
