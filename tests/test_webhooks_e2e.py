@@ -179,6 +179,9 @@ def test_the_event_stream_replays_the_job_events_and_resumes(service: InProcess)
     middle = frames[4]["id"]
     resumed = client.get(f"/v1/jobs/{job_id}/events", headers={**auth(key), "Last-Event-ID": middle})
     assert [f["id"] for f in parse_sse(resumed.get_data(as_text=True))] == [f["id"] for f in frames[5:]]
+    # And a client that has seen the final event is told to stop reconnecting
+    done = client.get(f"/v1/jobs/{job_id}/events", headers={**auth(key), "Last-Event-ID": frames[-1]["id"]})
+    assert done.status_code == 204
     # And another tenant's key gets 404, for the stream and the delivery log alike
     other, _ = tenant(service, "globex")
     assert client.get(f"/v1/jobs/{job_id}/events", headers=auth(other)).status_code == 404

@@ -77,14 +77,19 @@ def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: floa
 @tenant_required
 @blp.arguments(EventStreamArgsSchema, location="query", as_kwargs=True)
 @blp.response(200, content_type="text/event-stream", description="The job's events, then the stream ends")
+@blp.alt_response(204, description="The job is final and the client has seen its last event")
 def stream_events(job_id: str, last_event_id: int | None = None) -> Any:
     """The job's events as they happen (`id:` is the job's seq), from the first one after
     Last-Event-ID; the stream ends once the job is completed, failed, dead-lettered or cancelled."""
     svc = services()
-    with svc.db.transaction() as session:
-        if get_job(session, job_id, tenant_id=g.caller.tenant_id) is None:
-            raise NotFoundError("No such job.")
     after = _last_seen(last_event_id)
+    with svc.db.transaction() as session:
+        job = get_job(session, job_id, tenant_id=g.caller.tenant_id)
+        if job is None:
+            raise NotFoundError("No such job.")
+        if job.status in FINAL and job.seq <= after:
+            # Nothing more will come: 204 tells an EventSource to stop reconnecting.
+            return Response(status=204)
     stream = _stream(
         svc.db, job_id, after, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
     )
