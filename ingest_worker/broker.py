@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import dramatiq
 from dramatiq.broker import Broker
 from dramatiq.middleware import (
@@ -69,18 +71,33 @@ def setup_broker(settings: Settings) -> Broker:
     return _broker
 
 
+class _SecondWorkerFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "same type twice" not in record.getMessage()
+
+
+_SECOND_WORKER = _SecondWorkerFilter()
+
+
 def start_workers(
     broker: Broker, *, stage_threads: int, webhook_threads: int, worker_timeout_ms: int = 100
 ) -> list[dramatiq.Worker]:
     """The embedded process's workers: stage threads, and webhook threads of their own so a slow
     receiver never holds a stage thread (and a busy pipeline never delays a webhook)."""
     stage_queues = set(broker.get_declared_queues()) - {QUEUE_WEBHOOKS}
-    return [
-        start_worker(broker, threads=stage_threads, worker_timeout_ms=worker_timeout_ms, queues=stage_queues),
-        start_worker(
+    stages = start_worker(
+        broker, threads=stage_threads, worker_timeout_ms=worker_timeout_ms, queues=stage_queues
+    )
+    # Each worker registers a middleware of the same type; for two workers on one broker that is
+    # expected, so Dramatiq's warning about it is kept out of the log.
+    broker.logger.addFilter(_SECOND_WORKER)
+    try:
+        webhooks = start_worker(
             broker, threads=webhook_threads, worker_timeout_ms=worker_timeout_ms, queues={QUEUE_WEBHOOKS}
-        ),
-    ]
+        )
+    finally:
+        broker.logger.removeFilter(_SECOND_WORKER)
+    return [stages, webhooks]
 
 
 def get_broker() -> Broker:

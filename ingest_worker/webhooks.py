@@ -118,21 +118,22 @@ def _claim(db: Database, delivery_id: int, settings: Settings) -> tuple[WebhookD
         ).rowcount  # type: ignore[attr-defined]
         if not claimed:
             return None
-        # Progress events of the job waiting for their turn at this endpoint are older news now.
-        session.execute(
-            update(WebhookDelivery)
-            .where(
-                WebhookDelivery.job_id == row.job_id,
-                WebhookDelivery.url == row.url,
-                WebhookDelivery.seq < row.seq,
-                WebhookDelivery.event_type.in_(PROGRESS_EVENTS),
-                WebhookDelivery.status == D.PENDING.value,
-                WebhookDelivery.attempts == 0,
-                WebhookDelivery.next_attempt_at > WebhookDelivery.created_at,
+        if settings.webhook_progress_interval_s > 0:
+            # Progress events of the job at this endpoint that wait for their turn or for a retry
+            # are older news now: the receiver gets this newer state instead.
+            session.execute(
+                update(WebhookDelivery)
+                .where(
+                    WebhookDelivery.job_id == row.job_id,
+                    WebhookDelivery.url == row.url,
+                    WebhookDelivery.seq < row.seq,
+                    WebhookDelivery.event_type.in_(PROGRESS_EVENTS),
+                    WebhookDelivery.status == D.PENDING.value,
+                    WebhookDelivery.next_attempt_at > WebhookDelivery.created_at,
+                )
+                .values(status=D.SUPERSEDED.value, updated_at=now)
+                .execution_options(synchronize_session=False)
             )
-            .values(status=D.SUPERSEDED.value, updated_at=now)
-            .execution_options(synchronize_session=False)
-        )
         session.refresh(row)
         keys = signing_secrets(session.get(Tenant, row.tenant_id), now)
         session.expunge(row)
