@@ -220,3 +220,22 @@ def test_progress_is_throttled_and_superseded_but_terminal_events_always_go(
     assert statuses[-2:] == [("job.stage_completed", "superseded"), ("job.completed", "delivered")]
     sent = [e["type"] for e in hook.events]
     assert sent == ["job.queued", "job.started", "job.stage_completed", "job.completed"]
+
+
+def test_a_progress_event_being_retried_gives_way_to_a_newer_event(
+    sqlite_db: Database, settings: Settings, hook: Receiver
+) -> None:
+    # Given a progress event whose first attempt failed (the receiver answered 500 once)
+    job_id, _ = make_job(sqlite_db, hook.url)
+    with sqlite_db.transaction() as session:
+        jobs.start_stage(session, job_id, "validate")
+        jobs.finish_stage(session, job_id, "validate")
+        jobs.transition(session, job_id, S.COMPLETED, expected=[S.RUNNING], progress=100)
+    _queued, _started, progress, completed = deliveries(sqlite_db, job_id)
+    hook.script = [500]
+    local = settings.replace(**LOCAL, webhook_min_backoff_s=60, webhook_max_backoff_s=60)
+    assert deliver(sqlite_db, local, progress.id) == "pending"
+    # When the newer, final event is delivered
+    assert deliver(sqlite_db, local, completed.id) == "delivered"
+    # Then the stale progress event is not retried any more
+    assert deliveries(sqlite_db, job_id)[2].status == "superseded"
