@@ -140,12 +140,10 @@ def _claim(db: Database, delivery_id: int, settings: Settings) -> tuple[WebhookD
         return row, keys
 
 
-def _attempt(row: WebhookDelivery, keys: list[str], settings: Settings, send: Sender, resolver: Any) -> int:
+def _attempt(row: WebhookDelivery, keys: list[str], settings: Settings, send: Sender) -> int:
     if not keys:
         raise PermanentError("The tenant has no webhook secret.", code="webhook_secret_missing")
-    target = check(
-        row.url, CallbackPolicy.from_settings(settings), **({"resolver": resolver} if resolver else {})
-    )
+    target = check(row.url, CallbackPolicy.from_settings(settings))
     body, headers = signed_request(row.event_id, row.payload, keys, utcnow())
     return send(
         target,
@@ -162,7 +160,6 @@ def deliver(
     delivery_id: int,
     *,
     send: Sender = webhook_sender.post,
-    resolver: Any = None,
 ) -> str:
     """Attempt delivery `delivery_id` if it is due; returns the row's status afterwards."""
     claimed = _claim(db, delivery_id, settings)
@@ -171,7 +168,7 @@ def deliver(
     row, keys = claimed
     values: dict[str, Any] = {"updated_at": utcnow()}
     try:
-        status = _attempt(row, keys, settings, send, resolver)
+        status = _attempt(row, keys, settings, send)
     except IngestError as exc:
         response = getattr(exc, "response_status", None)
         final = not isinstance(exc, WebhookDeliveryError) or response == GONE
