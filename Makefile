@@ -114,20 +114,27 @@ gateway: $(RUNTIME_STAMP)
 	$(VENV)/bin/gunicorn -c deploy/gunicorn.conf.py gateway.wsgi:app
 
 # Without a Qdrant URL only one single-threaded process may own the local Qdrant folder, so the
-# index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index.
+# index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index. Webhook
+# deliveries wait on receivers' networks, so they get a pool of their own too (many threads, one
+# process) and a slow receiver never holds a stage's thread.
 # QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, webhooks) runs one pool
 # for just those queues.
 WORKER_PROCESSES ?= 2
 WORKER_THREADS ?= 2
+WEBHOOK_THREADS ?= 8
 worker: $(RUNTIME_STAMP) tesseract model
 	@if [ -n "$(QUEUES)" ]; then \
 	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q $(QUEUES); \
 	elif [ -n "$$INGEST_QDRANT_URL" ]; then \
-	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk; \
+	  trap 'kill 0' INT TERM EXIT; \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads $(WEBHOOK_THREADS) -Q webhooks & \
+	  wait; \
 	else \
 	  trap 'kill 0' INT TERM EXIT; \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr ingest-backlog ocr-backlog bulk & \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads $(WEBHOOK_THREADS) -Q webhooks & \
 	  wait; \
 	fi
 

@@ -15,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import waitress
 
 from gateway.app import create_app
-from ingest_worker.broker import setup_broker, start_worker
+from ingest_worker.broker import setup_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
 from ingest_worker.resources import Resources, configure
 from shared.db import migrate
@@ -47,7 +47,9 @@ def main() -> None:
     loop = MaintenanceLoop(resources.db, relay, settings)
     loop.run_once()
     loop.start_thread()
-    worker = start_worker(broker, threads=settings.worker_threads)
+    workers = start_workers(
+        broker, stage_threads=settings.worker_threads, webhook_threads=settings.webhook_worker_threads
+    )
     app = create_app(
         settings, publisher=publisher, db=resources.db, vectors=resources.vectors, embedder=resources.embedder
     )
@@ -58,7 +60,8 @@ def main() -> None:
         waitress.serve(app, host=settings.host, port=settings.port, threads=8, ident="pdf-ingest")
     finally:
         loop.stop()
-        worker.stop()
+        for worker in workers:
+            worker.stop()
 
 
 if __name__ == "__main__":

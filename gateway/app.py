@@ -10,7 +10,7 @@ from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
 from gateway import metrics
-from gateway.api import admin, documents, health, jobs, search
+from gateway.api import admin, documents, events, health, jobs, search, webhooks
 from gateway.errors import register_error_handlers
 from gateway.schemas import ProblemSchema
 from gateway.services import Services
@@ -85,7 +85,7 @@ def create_app(
         embedder=embedder,
     )
     api = IngestApi(app)
-    for blueprint in (health.blp, documents.blp, jobs.blp, search.blp, admin.blp):
+    for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)
     register_error_handlers(app)
     metrics.install(app)

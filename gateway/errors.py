@@ -24,6 +24,8 @@ STATUS_FOR_ERROR: list[tuple[type[errors.IngestError], int]] = [
     (errors.NotAPdfError, 415),
     (errors.UnsupportedMediaTypeError, 415),
     (errors.EmptyFileError, 422),
+    (errors.CallbackUrlNotAllowedError, 422),
+    (errors.CallbackUrlHttpsRequiredError, 422),
     (errors.InvalidRequestError, 400),
     (errors.SearchUnavailableError, 503),
     (errors.TransientError, 503),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.models import ApiKey, DeadLetter, Document, Job, Tenant
+from shared.models import ApiKey, DeadLetter, Document, Job, Tenant, WebhookDelivery, utcnow
 
 
 def _time(value: datetime | None) -> str | None:
@@ -92,4 +92,32 @@ def dead_letter_body(letter: DeadLetter) -> dict[str, Any]:
         "retries": letter.retries,
         "created_at": _time(letter.created_at),
         "replayed": letter.replayed_at is not None,
+    }
+
+
+def delivery_body(delivery: WebhookDelivery) -> dict[str, Any]:
+    return {
+        "delivery_id": delivery.id,
+        "event_id": delivery.event_id,
+        "event_type": delivery.event_type,
+        "seq": delivery.seq,
+        "url": delivery.url,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "last_response_status": delivery.last_response_status,
+        "last_error_code": delivery.last_error_code,
+        "attempt_log": list(delivery.attempt_log or []),
+        "next_attempt_at": _time(delivery.next_attempt_at) if delivery.status == "pending" else None,
+        "last_attempt_at": _time(delivery.last_attempt_at),
+        "delivered_at": _time(delivery.delivered_at),
+        "created_at": _time(delivery.created_at),
+    }
+
+
+def webhook_settings_body(tenant: Tenant) -> dict[str, Any]:
+    until = tenant.webhook_secret_previous_until
+    return {
+        "default_callback_url": tenant.default_callback_url,
+        "secret": tenant.webhook_secret,
+        "previous_secret_valid_until": _time(until) if until and until > utcnow() else None,
     }

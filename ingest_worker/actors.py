@@ -12,7 +12,7 @@ from typing import Any
 import dramatiq
 from dramatiq.broker import Broker
 
-from ingest_worker import deletion, steps
+from ingest_worker import deletion, steps, webhooks
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
@@ -74,8 +74,9 @@ WORK: dict[str, StageWork] = {
     "finalize": steps.finalize,
     "delete": deletion.delete_document,
 }
-ACTORS = tuple(
-    _stage_actor(stage, work, lane) for lane in ("interactive", "backlog") for stage, work in WORK.items()
+ACTORS = (
+    *(_stage_actor(stage, work, lane) for lane in ("interactive", "backlog") for stage, work in WORK.items()),
+    webhooks.deliver_webhook,
 )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import dramatiq
 from dramatiq.broker import Broker
 from dramatiq.middleware import (
@@ -20,7 +22,7 @@ from ingest_worker.middleware.stage_metrics import StageMetrics
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
 from ingest_worker.resources import current
 from shared.logging import setup_logging
-from shared.queue import make_broker
+from shared.queue import QUEUE_WEBHOOKS, make_broker
 from shared.settings import Settings
 
 _broker: Broker | None = None
@@ -75,6 +77,35 @@ def setup_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
     return _broker
 
 
+class _SecondWorkerFilter(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "same type twice" not in record.getMessage()
+
+
+_SECOND_WORKER = _SecondWorkerFilter()
+
+
+def start_workers(
+    broker: Broker, *, stage_threads: int, webhook_threads: int, worker_timeout_ms: int = 100
+) -> list[dramatiq.Worker]:
+    """The embedded process's workers: stage threads, and webhook threads of their own so a slow
+    receiver never holds a stage thread (and a busy pipeline never delays a webhook)."""
+    stage_queues = set(broker.get_declared_queues()) - {QUEUE_WEBHOOKS}
+    stages = start_worker(
+        broker, threads=stage_threads, worker_timeout_ms=worker_timeout_ms, queues=stage_queues
+    )
+    # Each worker registers a middleware of the same type; for two workers on one broker that is
+    # expected, so Dramatiq's warning about it is kept out of the log.
+    broker.logger.addFilter(_SECOND_WORKER)
+    try:
+        webhooks = start_worker(
+            broker, threads=webhook_threads, worker_timeout_ms=worker_timeout_ms, queues={QUEUE_WEBHOOKS}
+        )
+    finally:
+        broker.logger.removeFilter(_SECOND_WORKER)
+    return [stages, webhooks]
+
+
 def get_broker() -> Broker:
     """The process's broker, built from the environment on first use: the `dramatiq` CLI path,
     which also sets up logging (the pools run with --skip-logging) and the metrics exposition."""
@@ -95,8 +126,10 @@ def get_settings() -> Settings:
     return _settings
 
 
-def start_worker(broker: Broker, *, threads: int, worker_timeout_ms: int = 100) -> dramatiq.Worker:
-    """Worker threads in this process (the embedded topology, tests).
+def start_worker(
+    broker: Broker, *, threads: int, worker_timeout_ms: int = 100, queues: set[str] | None = None
+) -> dramatiq.Worker:
+    """Worker threads in this process (the embedded topology, tests), on `queues` or on all of them.
 
     The `dramatiq` command announces the process boot to the middleware; an in-process worker must
     do it itself, once per broker, or TimeLimit never starts its watchdog and no limit applies.
@@ -104,6 +137,6 @@ def start_worker(broker: Broker, *, threads: int, worker_timeout_ms: int = 100) 
     if not getattr(broker, "_ingest_booted", False):
         broker.emit_after("process_boot")
         broker._ingest_booted = True  # type: ignore[attr-defined]
-    worker = dramatiq.Worker(broker, worker_threads=threads, worker_timeout=worker_timeout_ms)
+    worker = dramatiq.Worker(broker, queues=queues, worker_threads=threads, worker_timeout=worker_timeout_ms)
     worker.start()
     return worker

@@ -1,4 +1,5 @@
-"""The maintenance loop: the one home of periodic duties (resuming lost jobs, publishing the outbox).
+"""The maintenance loop: the one home of periodic duties (resuming lost jobs, publishing the outbox
+and due webhook deliveries).
 
 A thread of the embedded process; its own process in production (`python -m
 ingest_worker.maintenance`). Safe to run more than once: outbox rows are claimed by
@@ -14,7 +15,7 @@ import threading
 from sqlalchemy import select
 
 from ingest_worker.sweeper import BrokerEpoch, sweep
-from shared import jobs, outbox
+from shared import jobs, outbox, webhooks
 from shared.db import Database
 from shared.jobs import ACTIVE
 from shared.models import Job, OutboxMessage
@@ -46,6 +47,11 @@ class MaintenanceLoop:
         published = self.relay.publish_pending()
         if published:
             logger.info("relay published %s outbox message(s)", published)
+        webhooks.publish_due(
+            self.db.sessions,
+            self.relay.publisher.publish_webhook,
+            republish_after_s=self.settings.webhook_republish_after_s,
+        )
 
     def run_forever(self) -> None:
         while not self.stopped.is_set():

@@ -298,3 +298,27 @@ class EmbeddingRejectedError(PermanentError):
 class PointCountMismatchError(TransientError):
     code = "point_count_mismatch"
     message = "The vector store holds a different number of points than chunks were indexed."
+
+
+# --- Webhooks -----------------------------------------------------------------------------------
+
+
+class CallbackUrlNotAllowedError(PermanentError):
+    code = "callback_url_not_allowed"
+    message = "The callback URL points at a loopback, private, link-local or otherwise non-public address."
+
+
+class CallbackUrlHttpsRequiredError(PermanentError):
+    code = "callback_url_https_required"
+    message = "The callback URL must use https."
+
+
+class WebhookDeliveryError(TransientError):
+    """A delivery attempt failed; `response_status` is the receiver's answer when there was one."""
+
+    code = "webhook_delivery_failed"
+    message = "The webhook could not be delivered; it will be retried."
+
+    def __init__(self, message: str | None = None, *, code: str | None = None, status: int | None = None):
+        super().__init__(message, code=code)
+        self.response_status = status

@@ -28,6 +28,7 @@ from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
+from shared import webhooks
 from shared.errors import StaleTransitionError
 from shared.models import Job, JobEvent, JobStage, JobStatus, StageStatus, utcnow
 from shared.queue import STAGES, pipeline_of_stage, stages_of
@@ -121,7 +122,8 @@ def _write(session: Session, job_id: str, expected: list[str], values: dict[str,
 
 
 def record_event(session: Session, snapshot: JobSnapshot, event_type: str) -> None:
-    """Write the event that reports the change `snapshot` came from (same transaction)."""
+    """Write the event that reports the change `snapshot` came from, and its webhook delivery
+    (same transaction)."""
     payload = {name: snapshot.row[name] for name in SNAPSHOT_FIELDS}
     payload["job_id"] = payload.pop("id")
     payload["timestamp"] = snapshot.row["updated_at"].isoformat() + "Z"
@@ -134,6 +136,7 @@ def record_event(session: Session, snapshot: JobSnapshot, event_type: str) -> No
             payload=payload,
         )
     )
+    webhooks.add_deliveries(session, snapshot.row, event_type, payload)
 
 
 def transition(

@@ -1,4 +1,4 @@
-"""SQLAlchemy 2.0 typed models: tenants, keys, documents, jobs, stages, events and the outbox."""
+"""SQLAlchemy 2.0 typed models: tenants, keys, documents, jobs, stages, events, outbox, webhook deliveries."""
 
 from __future__ import annotations
 
@@ -51,6 +51,14 @@ class JobKind(StrEnum):
     DELETE = "delete"
 
 
+class DeliveryStatus(StrEnum):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+    # A progress event not yet sent when a newer event of the same job went to the same endpoint.
+    SUPERSEDED = "superseded"
+
+
 class JobStatus(StrEnum):
     QUEUED = "queued"
     RUNNING = "running"
@@ -80,6 +88,9 @@ class Tenant(Base):
     max_pages: Mapped[int | None] = mapped_column(Integer)
     max_storage_mb: Mapped[int | None] = mapped_column(Integer)
     webhook_secret: Mapped[str | None] = mapped_column(String(100))
+    # During a rotation the previous secret signs too (a second signature), until this time.
+    webhook_secret_previous: Mapped[str | None] = mapped_column(String(100))
+    webhook_secret_previous_until: Mapped[datetime | None] = mapped_column(DateTime)
     default_callback_url: Mapped[str | None] = mapped_column(Text)
     active_index_version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
@@ -239,3 +250,36 @@ class DeadLetter(Base):
     retries: Mapped[int] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     replayed_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class WebhookDelivery(Base):
+    """One event to one endpoint: the webhook outbox and its delivery log, written with the event."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_webhook_deliveries_job_url", "job_id", "url", "seq"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    # The Standard Webhooks message id (`webhook-id`): the same for every attempt and redelivery.
+    event_id: Mapped[str] = mapped_column(String(64))
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
+    tenant_id: Mapped[str] = mapped_column(String(36), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    seq: Mapped[int] = mapped_column(Integer)
+    event_type: Mapped[str] = mapped_column(String(40))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default=DeliveryStatus.PENDING.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    last_response_status: Mapped[int | None] = mapped_column(Integer)
+    last_error_code: Mapped[str | None] = mapped_column(String(64))
+    # One entry per attempt: {"at", "response_status", "error_code"}.
+    attempt_log: Mapped[list[dict[str, Any]]] = mapped_column(JSON, default=list)
+    next_attempt_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # When the maintenance loop last handed it to the broker (NULL: not in the broker).
+    published_at: Mapped[datetime | None] = mapped_column(DateTime)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

@@ -64,6 +64,8 @@ QUEUE_FOR_STAGE: dict[str, str] = {
     else QUEUE_INGEST
     for stage in ACTOR_FOR_STAGE
 }
+# Delivers one webhook (a `webhook_deliveries` row) on the webhooks queue.
+WEBHOOK_ACTOR = "deliver_webhook"
 # The value a stage actor returns to stop the rest of the pipeline (job final or cancelled).
 HALT = "halt"
 
@@ -90,6 +92,13 @@ def stage_message(
         args=(job_id,),
         kwargs={},
         options=options,
+    )
+
+
+def webhook_message(delivery_id: int) -> dramatiq.Message[Any]:
+    """The message that attempts one webhook delivery."""
+    return dramatiq.Message(
+        queue_name=QUEUE_WEBHOOKS, actor_name=WEBHOOK_ACTOR, args=(delivery_id,), kwargs={}, options={}
     )
 
 
@@ -164,6 +173,12 @@ class Publisher:
     ) -> None:
         try:
             job_pipeline(job_id, from_stage, self.broker, tenant_id, lane).run()
+        except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
+            raise BrokerUnavailableError() from exc
+
+    def publish_webhook(self, delivery_id: int) -> None:
+        try:
+            self.broker.enqueue(webhook_message(delivery_id))
         except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
             raise BrokerUnavailableError() from exc
 

@@ -106,10 +106,34 @@ class Settings:
     parse_timeout_s: int = 120
     parse_memory_mb: int = 1536
 
+    # Webhooks (shared/callback_urls.py, ingest_worker/webhooks.py). Callback URLs must be https
+    # and resolve to public addresses, unless http, private addresses or some hosts/CIDRs
+    # (comma-separated: "hooks.internal, 10.1.0.0/16") are allowed here.
+    webhook_allow_http: bool = False
+    webhook_allow_private: bool = False
+    webhook_allowed_hosts: str = ""
+    webhook_connect_timeout_s: float = 3.0
+    webhook_timeout_s: float = 10.0
+    # Attempts per delivery, spaced by capped exponential backoff with full jitter (hours in all).
+    webhook_max_attempts: int = 15
+    webhook_min_backoff_s: float = 5.0
+    webhook_max_backoff_s: float = 3600.0
+    # At most one `job.stage_completed` per job and endpoint this often (terminal events: always).
+    webhook_progress_interval_s: float = 2.0
+    # A delivery handed to the broker but not attempted after this long is published again.
+    webhook_republish_after_s: int = 300
+    # After a secret rotation the previous secret signs too, for this long.
+    webhook_secret_overlap_h: float = 24.0
+    # The event stream (GET /v1/jobs/<id>/events): how often it reads new events, how long it lasts.
+    events_poll_s: float = 0.5
+    events_max_s: int = 600
+
     # Processes.
     host: str = "127.0.0.1"
     port: int = 8000
     worker_threads: int = 2
+    # Threads of the embedded process that deliver webhooks (apart from the stage threads).
+    webhook_worker_threads: int = 2
     maintenance_interval_s: float = 2.0
     log_level: str = "INFO"
     log_json: bool = False

@@ -9,6 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from shared.models import ApiKey, KeyRole, Tenant
+from shared.webhooks import new_secret
 
 KEY_PREFIX = "ik_"
 
@@ -42,7 +43,7 @@ def new_api_key(session: Session, tenant: Tenant | None, role: KeyRole = KeyRole
 
 def create_tenant(session: Session, name: str) -> tuple[Tenant, str]:
     """A new active tenant with one API key; returns the tenant and the key's plain text."""
-    tenant = Tenant(name=name, webhook_secret=secrets.token_urlsafe(32))
+    tenant = Tenant(name=name, webhook_secret=new_secret())
     session.add(tenant)
     session.flush()
     return tenant, new_api_key(session, tenant)

@@ -12,7 +12,7 @@ from flask import Flask
 
 import ingest_worker.actors as actors
 from gateway.app import create_app
-from ingest_worker.broker import build_broker, start_worker
+from ingest_worker.broker import build_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop
 from ingest_worker.resources import Resources, configure
 from shared import operations
@@ -48,7 +48,16 @@ def in_process_service(
         vectors=resources.vectors,
         embedder=resources.embedder,
     )
-    running = start_worker(broker, threads=threads, worker_timeout_ms=50) if worker else None
+    running = (
+        start_workers(
+            broker,
+            stage_threads=threads,
+            webhook_threads=settings.webhook_worker_threads,
+            worker_timeout_ms=50,
+        )
+        if worker
+        else []
+    )
     relay = Relay(
         resources.db.sessions,
         Publisher(broker),
@@ -61,8 +70,8 @@ def in_process_service(
         yield InProcess(app, resources, broker)
     finally:
         loop.stop()
-        if running is not None:
-            running.stop()
+        for each in running:
+            each.stop()
         broker.close()
         resources.vectors.close()
 

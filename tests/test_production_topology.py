@@ -51,13 +51,15 @@ def prod_settings(
         qdrant_path=str(tmp_path / "qdrant"),
         model_cache_dir=MODEL_CACHE_DIR,
         worker_processes=1,
+        webhook_allow_http=True,
+        webhook_allowed_hosts="127.0.0.1",
     )
 
 
 @pytest.fixture
 def workers(prod_settings: Settings, tmp_path: Path) -> Iterator[Topology]:
     """The ingest and index pools exactly as the production topology runs them."""
-    specs = process_specs(prod_settings, pools=("worker-ingest", "worker-index"))
+    specs = process_specs(prod_settings, pools=("worker-ingest", "worker-index", "worker-webhooks"))
     topology = Topology([s for s in specs if s.name.startswith("worker-")], tmp_path / "logs")
     topology.start()
     try:
@@ -152,5 +154,48 @@ def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
     try:
         # Then the job runs to completion
         assert wait_final(client, response.headers["Location"], key)["status"] == "completed"
+    finally:
+        loop.stop()
+
+
+def test_webhooks_and_the_event_stream_work_across_processes(
+    prod_settings: Settings, workers: list[subprocess.Popen[bytes]]
+) -> None:
+    from tests.test_webhooks_e2e import EVERY_EVENT, parse_sse
+    from tests.webhook_receiver import receiver
+
+    app = gateway(prod_settings)
+    client = app.test_client()
+    with app.extensions["ingest"].db.transaction() as session:
+        tenant, key = create_tenant(session, "acme")
+        secret = str(tenant.webhook_secret)
+    db = Database(prod_settings.database_url)
+    loop = MaintenanceLoop(
+        db,
+        Relay(db.sessions, Publisher(make_broker(prod_settings))),
+        prod_settings.replace(maintenance_interval_s=0.2),
+    )
+    loop.start_thread()
+    try:
+        with receiver([secret]) as hook:
+            # When a client uploads with a callback, and the stages and deliveries run in worker processes
+            response = client.post(
+                "/v1/documents",
+                headers={"Authorization": f"Bearer {key}"},
+                data={"file": (io.BytesIO(text_pdf(PAGES[:1])), "one.pdf"), "callback_url": hook.url},
+            )
+            assert response.status_code == 202
+            job_id = response.get_json()["job_id"]
+            # Then the event stream, read by the gateway from PostgreSQL, shows every event to the end
+            stream = client.get(f"/v1/jobs/{job_id}/events", headers={"Authorization": f"Bearer {key}"})
+            events = [f["event"] for f in parse_sse(stream.get_data(as_text=True))]
+            assert events[0] == "job.queued" and events[-1] == "job.completed"
+            # And the receiver gets the queued, started and completed events, each signature verified
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not any(e["type"] == "job.completed" for e in hook.events):
+                time.sleep(0.1)
+            types = [e["type"] for e in sorted(hook.events, key=lambda e: e["data"]["seq"])]
+            assert types[:2] == EVERY_EVENT[:2] and types[-1] == "job.completed"
+            assert len(hook.events) == len(hook.received)
     finally:
         loop.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
 
 from flask import g, request, url_for
 from flask_smorest import Blueprint
@@ -25,6 +24,7 @@ from gateway.schemas import (
 )
 from gateway.services import services
 from shared import idempotency, operations
+from shared.callback_urls import check_setting
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.idempotency import StoredResponse
 from shared.jobs import latest_job_of_document
@@ -39,15 +39,8 @@ UPLOAD_BODY = {
 
 
 def _callback_url() -> str | None:
-    raw = request.form.get("callback_url") or None
-    if raw is None:
-        return None
-    parts = urlsplit(raw)
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(raw) > 2000:
-        raise InvalidRequestError(
-            "callback_url must be an absolute http(s) URL.", code="invalid_callback_url"
-        )
-    return raw
+    """The job's callback URL, refused unless https and public (or allow-listed in settings)."""
+    return check_setting(request.form.get("callback_url") or None, services().settings)
 
 
 def _file_parts() -> list[Any]:

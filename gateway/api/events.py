@@ -1,0 +1,97 @@
+"""The job's events as a server-sent event stream, read from the stored events (any process may have
+written them), resumable from Last-Event-ID, ending once the job is final."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from flask import Response, g, request
+from flask_smorest import Blueprint
+from sqlalchemy import select
+
+from gateway.auth import tenant_required
+from gateway.schemas import EventStreamArgsSchema
+from gateway.services import services
+from shared.db import Database
+from shared.errors import InvalidRequestError, NotFoundError
+from shared.jobs import TERMINAL, get_job
+from shared.models import Job, JobEvent
+from shared.webhooks import event_body
+
+blp = Blueprint("events", __name__, description="Live progress as server-sent events")
+
+BATCH = 200
+# A comment line now and then keeps proxies from closing a quiet stream.
+KEEPALIVE_S = 15.0
+FINAL = {s.value for s in TERMINAL}
+
+
+def _last_seen(last_event_id: int | None) -> int:
+    header = request.headers.get("Last-Event-ID")
+    if header is None:
+        return last_event_id or 0
+    try:
+        return max(int(header.strip()), 0)
+    except ValueError:
+        raise InvalidRequestError(
+            "Last-Event-ID must be a seq (an integer).", code="invalid_last_event_id"
+        ) from None
+
+
+def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: float) -> Iterator[str]:
+    deadline = time.monotonic() + max_s
+    quiet_since = time.monotonic()
+    yield "retry: 2000\n\n"
+    while True:
+        with db.transaction() as session:
+            # The status first: every event committed before it is then visible to the next read
+            # (PostgreSQL reads each statement at its own snapshot), so a final status comes with
+            # its final event.
+            status = session.scalar(select(Job.status).where(Job.id == job_id))
+            events = session.execute(
+                select(JobEvent.seq, JobEvent.type, JobEvent.payload)
+                .where(JobEvent.job_id == job_id, JobEvent.seq > after)
+                .order_by(JobEvent.seq)
+                .limit(BATCH)
+            ).all()
+        for seq, event_type, payload in events:
+            body = json.dumps(event_body(event_type, payload), separators=(",", ":"))
+            yield f"id: {seq}\nevent: {event_type}\ndata: {body}\n\n"
+            after = seq
+        if events:
+            quiet_since = time.monotonic()
+            if len(events) == BATCH:
+                continue
+        if status in FINAL or status is None or time.monotonic() >= deadline:
+            return
+        if time.monotonic() - quiet_since >= KEEPALIVE_S:
+            quiet_since = time.monotonic()
+            yield ": keep-alive\n\n"
+        time.sleep(poll_s)
+
+
+@blp.route("/v1/jobs/<job_id>/events", methods=["GET"])
+@tenant_required
+@blp.arguments(EventStreamArgsSchema, location="query", as_kwargs=True)
+@blp.response(200, content_type="text/event-stream", description="The job's events, then the stream ends")
+@blp.alt_response(204, description="The job is final and the client has seen its last event")
+def stream_events(job_id: str, last_event_id: int | None = None) -> Any:
+    """The job's events as they happen (`id:` is the job's seq), from the first one after
+    Last-Event-ID; the stream ends once the job is completed, failed, dead-lettered or cancelled."""
+    svc = services()
+    after = _last_seen(last_event_id)
+    with svc.db.transaction() as session:
+        job = get_job(session, job_id, tenant_id=g.caller.tenant_id)
+        if job is None:
+            raise NotFoundError("No such job.")
+        if job.status in FINAL and job.seq <= after:
+            # Nothing more will come: 204 tells an EventSource to stop reconnecting.
+            return Response(status=204)
+    stream = _stream(
+        svc.db, job_id, after, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
+    )
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return Response(stream, status=200, mimetype="text/event-stream", headers=headers)
