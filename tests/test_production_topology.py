@@ -159,7 +159,7 @@ def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
 
 
 def test_webhooks_and_the_event_stream_work_across_processes(
-    prod_settings: Settings, workers: list[subprocess.Popen[bytes]]
+    prod_settings: Settings, workers: Topology
 ) -> None:
     from tests.test_webhooks_e2e import EVERY_EVENT, parse_sse
     from tests.webhook_receiver import receiver
