@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run test bench lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
+.PHONY: run test bench lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -22,6 +22,7 @@ help:
 	@echo "make bench    - benchmarks, saved to docs/bench.md"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
+	@echo "make reindex TENANT=acme [FROM=embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1]"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
 $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
@@ -94,6 +95,11 @@ replay: $(RUNTIME_STAMP)
 	@test -n "$(JOB)" || { echo "usage: make replay JOB=<job id>" >&2; exit 2; }
 	@$(PY) -m ingest_worker.cli replay "$(JOB)"
 
+reindex: $(RUNTIME_STAMP)
+	@test -n "$(TENANT)" || { echo "usage: make reindex TENANT=<name> [FROM=embed|chunk|extract] [MODEL=<model>] [DIM=<n>] [DRY_RUN=1]" >&2; exit 2; }
+	@$(PY) -m ingest_worker.cli reindex "$(TENANT)" --from "$(or $(FROM),embed)" \
+	  $(if $(MODEL),--model "$(MODEL)") $(if $(DIM),--dim "$(DIM)") $(if $(filter 1 yes true,$(DRY_RUN)),--dry-run)
+
 # --- Production processes (configure with INGEST_* variables; see README) ----------------------
 
 gateway: $(RUNTIME_STAMP)
@@ -102,7 +108,7 @@ gateway: $(RUNTIME_STAMP)
 
 # Without a Qdrant URL only one single-threaded process may own the local Qdrant folder, so the
 # index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index.
-# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, webhooks) runs one pool
+# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, bulk-index, webhooks) runs one pool
 # for just those queues.
 WORKER_PROCESSES ?= 2
 WORKER_THREADS ?= 2
@@ -110,11 +116,11 @@ worker: $(RUNTIME_STAMP) tesseract model
 	@if [ -n "$(QUEUES)" ]; then \
 	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q $(QUEUES); \
 	elif [ -n "$$INGEST_QDRANT_URL" ]; then \
-	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk; \
+	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk bulk-index; \
 	else \
 	  trap 'kill 0' INT TERM EXIT; \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr ingest-backlog ocr-backlog bulk & \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog bulk-index & \
 	  wait; \
 	fi
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.models import ApiKey, DeadLetter, Document, Job, Tenant
+from shared.models import ApiKey, DeadLetter, Document, Job, Reindex, Tenant
 
 
 def _time(value: datetime | None) -> str | None:
@@ -92,4 +92,25 @@ def dead_letter_body(letter: DeadLetter) -> dict[str, Any]:
         "retries": letter.retries,
         "created_at": _time(letter.created_at),
         "replayed": letter.replayed_at is not None,
+    }
+
+
+def reindex_body(reindex: Reindex, **extra: Any) -> dict[str, Any]:
+    return {
+        "reindex_id": reindex.id,
+        "tenant_id": reindex.tenant_id,
+        "status": reindex.status,
+        "source_version": reindex.source_version,
+        "target_version": reindex.target_version,
+        "embedding_model": reindex.embedding_model,
+        "embedding_dimension": reindex.embedding_dim,
+        "from_stage": reindex.from_stage,
+        "total": reindex.total,
+        "done": reindex.done,
+        "failed": reindex.failed,
+        "failures": reindex.failures or [],
+        "created_at": _time(reindex.created_at),
+        "flipped_at": _time(reindex.flipped_at),
+        "finished_at": _time(reindex.finished_at),
+        **extra,
     }

@@ -45,6 +45,7 @@ def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
     return TenantConcurrency(
         slots,
         cap=settings.tenant_max_concurrency,
+        bulk_cap=settings.bulk_max_concurrency,
         # Longer than any stage's time limit, so a live message never loses its slot.
         slot_ttl_ms=(2 * 60 + 5) * 60 * 1000,
         requeue_delay_ms=(200, 1000),

@@ -3,20 +3,24 @@
 python -m ingest_worker.cli migrate
 python -m ingest_worker.cli tenant NAME        # prints the new tenant's API key last
 python -m ingest_worker.cli demo               # migrate, ensure the demo tenant, print its key
+python -m ingest_worker.cli reindex NAME [--from embed|chunk|extract] [--model M] [--dim D] [--dry-run]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from sqlalchemy import select
 
+from shared import reindex as reindexes
 from shared.db import Database, migrate
 from shared.errors import IngestError
-from shared.models import DeadLetter, Job, KeyRole, Tenant
+from shared.models import DeadLetter, Job, KeyRole, Reindex, ReindexStatus, Tenant
 from shared.operations import retry_job
 from shared.settings import Settings
 from shared.tenants import create_tenant, get_tenant_by_name, new_api_key
@@ -121,6 +125,83 @@ def cmd_replay(settings: Settings, job_id: str) -> int:
     return 0
 
 
+def bar(done: int, failed: int, total: int, elapsed_s: float, started_done: int, width: int = 30) -> str:
+    """One line of progress: the bar, done/failed/total, the rate since the command started, ETA."""
+    final = done + failed
+    filled = width if total == 0 else round(width * final / total)
+    rate = (final - started_done) / elapsed_s if elapsed_s > 0 else 0.0
+    left = total - final
+    eta = f"{left / rate:.0f}s" if rate > 0 else "--"
+    return (
+        f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} done, {failed} failed, "
+        f"{rate:.1f} docs/s, ETA {eta}"
+    )
+
+
+def cmd_reindex(
+    settings: Settings,
+    name: str,
+    *,
+    from_stage: str,
+    model: str | None,
+    dimension: int | None,
+    dry_run: bool,
+    wait: bool,
+    interval_s: float = 1.0,
+) -> int:
+    """Start (or resume) the tenant's reindex, then show its progress until the service flips it."""
+    migrate(settings.effective_database_url)
+    db = Database.from_settings(settings)
+    options = {"model": model, "dimension": dimension, "from_stage": from_stage}
+    try:
+        with db.transaction() as session:
+            tenant = get_tenant_by_name(session, name)
+            if tenant is None:
+                print(f"no tenant {name!r}", file=sys.stderr)
+                return 1
+            if dry_run:
+                print(json.dumps(reindexes.plan(session, settings, tenant.id, **options), indent=2))
+                print("dry run: nothing was changed")
+                return 0
+            reindex, created = reindexes.start(session, settings, tenant.id, **options)
+            reindex_id, target = reindex.id, reindex.target_version
+            print(
+                f"reindexing tenant {name} into version {target} ({reindex.embedding_model}, "
+                f"{reindex.embedding_dim} dimensions, from {reindex.from_stage}): {created} job(s) created"
+            )
+    except IngestError as exc:
+        print(f"{exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    if not wait:
+        return 0
+    started, first_done = time.monotonic(), None
+    while True:
+        with db.transaction() as session:
+            row = session.get(Reindex, reindex_id)
+            assert row is not None
+            status = row.status
+            now = reindexes.progress(session, row)
+            failures = row.failures or now.failures
+        if first_done is None:
+            first_done = now.done + now.failed
+        line = bar(now.done, now.failed, now.total, time.monotonic() - started, first_done)
+        if status == ReindexStatus.RUNNING.value and now.final:
+            line += "  (waiting for the service to flip)"
+        print("\r" + line, end="", flush=True)
+        if status != ReindexStatus.RUNNING.value:
+            break
+        time.sleep(interval_s)
+    print()
+    for failure in failures:
+        print(f"  failed: document {failure.get('document_id')}: {failure.get('error_code')}")
+    elapsed = time.monotonic() - started
+    if status == ReindexStatus.FLIPPED.value:
+        print(f"version {target} is active: {now.done} document(s) reindexed in {elapsed:.0f}s")
+        return 0
+    print(f"reindex {status}: version {target} not activated; {len(failures)} document(s) failed")
+    return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="ingest_worker.cli", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -136,6 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("dlq", help="list dead-lettered jobs")
     replay = sub.add_parser("replay", help="run a failed or dead-lettered job again")
     replay.add_argument("job_id")
+    reindex = sub.add_parser("reindex", help="reindex a tenant without downtime")
+    reindex.add_argument("name")
+    reindex.add_argument("--from", dest="from_stage", default="embed", choices=reindexes.FROM_STAGES)
+    reindex.add_argument("--model", default=None, help="embedding model (default: the active one)")
+    reindex.add_argument("--dim", type=int, default=None, help="its dimension, when it has several")
+    reindex.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
+    reindex.add_argument("--no-wait", dest="wait", action="store_false", help="do not show the progress")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command == "migrate":
@@ -150,6 +238,16 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_dlq(settings)
     if args.command == "replay":
         return cmd_replay(settings, args.job_id)
+    if args.command == "reindex":
+        return cmd_reindex(
+            settings,
+            args.name,
+            from_stage=args.from_stage,
+            model=args.model or None,
+            dimension=args.dim or None,
+            dry_run=args.dry_run,
+            wait=args.wait,
+        )
     return cmd_demo(settings)
 
 

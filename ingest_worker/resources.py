@@ -10,7 +10,7 @@ import threading
 from functools import cached_property
 
 from shared.db import Database
-from shared.embeddings import Embedder, make_embedder
+from shared.embeddings import Embedder, Embedders
 from shared.settings import Settings
 from shared.storage import ObjectStorage, make_storage
 from shared.vectorstore import VectorStore
@@ -34,9 +34,18 @@ class Resources:
             return make_storage(self.settings)
 
     @cached_property
-    def embedder(self) -> Embedder:
+    def embedders(self) -> Embedders:
         with self._lock:
-            return make_embedder(self.settings)
+            return Embedders(self.settings)
+
+    @property
+    def embedder(self) -> Embedder:
+        """The service's default embedder."""
+        return self.embedders.default
+
+    def embedder_for(self, model: str | None, dimension: int | None) -> Embedder:
+        """The embedder a job records (its tenant's active model, or a reindex's target)."""
+        return self.embedders.get(model, dimension)
 
     @cached_property
     def vectors(self) -> VectorStore:
