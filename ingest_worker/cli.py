@@ -9,11 +9,11 @@ python -m ingest_worker.cli reindex NAME [--from embed|chunk|extract] [--model M
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from sqlalchemy import select
 
@@ -138,6 +138,26 @@ def bar(done: int, failed: int, total: int, elapsed_s: float, started_done: int,
     )
 
 
+def describe_plan(name: str, plan: dict[str, Any]) -> str:
+    """A dry run's plan in words."""
+    states = plan["documents"]
+    starts = ", ".join(f"{n} from {stage}" for stage, n in plan["jobs_by_first_stage"].items()) or "none"
+    model, dimension = plan["target_model"]
+    active_model, active_dimension = plan["active_model"]
+    active = f"version {plan['active_version']} active ({active_model}, {active_dimension} dimensions)"
+    return "\n".join(
+        [
+            f"tenant {name}: {active}",
+            ("would resume the running reindex" if plan["resumes"] else "would start a reindex")
+            + f" to {model} ({dimension} dimensions)",
+            f"jobs to create: {starts}",
+            f"documents already done: {states.get('done', 0)}, running: {states.get('pending', 0)}, "
+            f"waiting for their upload: {states.get('waiting', 0)}, failed: {states.get('failed', 0)}, "
+            f"never indexed (skipped): {states.get('unindexed', 0)}",
+        ]
+    )
+
+
 def cmd_reindex(
     settings: Settings,
     name: str,
@@ -160,7 +180,8 @@ def cmd_reindex(
                 print(f"no tenant {name!r}", file=sys.stderr)
                 return 1
             if dry_run:
-                print(json.dumps(reindexes.plan(session, settings, tenant.id, **options), indent=2))
+                plan = reindexes.plan(session, settings, tenant.id, **options)
+                print(describe_plan(name, plan))
                 print("dry run: nothing was changed")
                 return 0
             reindex, created = reindexes.start(session, settings, tenant.id, **options)
