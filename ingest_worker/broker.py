@@ -16,6 +16,7 @@ from dramatiq.middleware import (
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
+from ingest_worker.middleware.version_purge import VersionPurge
 from ingest_worker.resources import current
 from shared.queue import make_broker
 from shared.settings import Settings
@@ -57,6 +58,8 @@ def build_broker(settings: Settings) -> Broker:
     broker = make_broker(settings, middleware=worker_middleware())
     broker.add_middleware(tenant_concurrency(broker, settings))
     broker.add_middleware(HandOffs(lambda: current(settings)))
+    purge_every_s = 5 * settings.maintenance_interval_s
+    broker.add_middleware(VersionPurge(lambda: current(settings), interval_s=purge_every_s))
     return broker
 
 

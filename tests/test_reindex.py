@@ -37,7 +37,9 @@ def fast(settings: Settings, **changes: object) -> Settings:
 
 
 def test_a_tenant_is_reindexed_while_it_searches_uploads_and_deletes(settings: Settings) -> None:
-    with in_process_service(fast(settings), threads=2, maintenance=True) as service:
+    # A short hand-off stall, so a reindex job waiting in the bulk queue would be taken for lost
+    # unless its hand-offs are recorded like any other job's.
+    with in_process_service(fast(settings, handoff_stall_s=2), threads=2, maintenance=True) as service:
         client, res = service.app.test_client(), service.resources
         # Given a tenant with 20 documents, and another tenant with 2
         tenant_id, key = tenant_with_key(res, "acme")
@@ -81,6 +83,12 @@ def test_a_tenant_is_reindexed_while_it_searches_uploads_and_deletes(settings: S
         indexed = {p["document_id"] for p in points}
         assert late["document_id"] in indexed and deleted not in indexed
         assert indexed == (set(documents.values()) - {deleted}) | {late["document_id"]}
+        # And no reindex job was ever taken for lost while it waited in the bulk lane
+        with res.db.transaction() as session:
+            recoveries = session.scalars(
+                select(Job.recoveries).where(Job.kind == JobKind.REINDEX.value)
+            ).all()
+        assert len(recoveries) >= 20 and set(recoveries) == {0}
         # And the other tenant's points are untouched, its searches still answered from version 1
         assert sorted((p["id"], p["index_version"]) for p in points_of(res, LOCAL, other_id)) == others_before
         answer = client.get("/v1/search?q=bakeries", headers={"Authorization": f"Bearer {other_key}"})
