@@ -22,7 +22,7 @@ help:
 	@echo "make bench    - benchmarks, saved to docs/bench.md"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
-	@echo "make reindex TENANT=acme [FROM=embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1]"
+	@echo "make reindex TENANT=acme [FROM=embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1] [CANCEL=1]"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
 $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
@@ -98,7 +98,8 @@ replay: $(RUNTIME_STAMP)
 reindex: $(RUNTIME_STAMP)
 	@test -n "$(TENANT)" || { echo "usage: make reindex TENANT=<name> [FROM=embed|chunk|extract] [MODEL=<model>] [DIM=<n>] [DRY_RUN=1]" >&2; exit 2; }
 	@$(PY) -m ingest_worker.cli reindex "$(TENANT)" --from "$(or $(FROM),embed)" \
-	  $(if $(MODEL),--model "$(MODEL)") $(if $(DIM),--dim "$(DIM)") $(if $(filter 1 yes true,$(DRY_RUN)),--dry-run)
+	  $(if $(MODEL),--model "$(MODEL)") $(if $(DIM),--dim "$(DIM)") $(if $(filter 1 yes true,$(DRY_RUN)),--dry-run) \
+	  $(if $(filter 1 yes true,$(CANCEL)),--cancel)
 
 # --- Production processes (configure with INGEST_* variables; see README) ----------------------
 

@@ -4,6 +4,7 @@ python -m ingest_worker.cli migrate
 python -m ingest_worker.cli tenant NAME        # prints the new tenant's API key last
 python -m ingest_worker.cli demo               # migrate, ensure the demo tenant, print its key
 python -m ingest_worker.cli reindex NAME [--from embed|chunk|extract] [--model M] [--dim D] [--dry-run]
+python -m ingest_worker.cli reindex NAME --cancel
 """
 
 from __future__ import annotations
@@ -167,9 +168,11 @@ def cmd_reindex(
     dimension: int | None,
     dry_run: bool,
     wait: bool,
+    cancel: bool = False,
     interval_s: float = 1.0,
 ) -> int:
-    """Start (or resume) the tenant's reindex, then show its progress until the service flips it."""
+    """Start (or resume) the tenant's reindex, then show its progress until the service flips it;
+    or cancel the one running."""
     migrate(settings.effective_database_url)
     db = Database.from_settings(settings)
     options = {"model": model, "dimension": dimension, "from_stage": from_stage}
@@ -179,6 +182,13 @@ def cmd_reindex(
             if tenant is None:
                 print(f"no tenant {name!r}", file=sys.stderr)
                 return 1
+            if cancel:
+                cancelled = reindexes.cancel(session, tenant.id)
+                print(
+                    f"reindex to version {cancelled.target_version} cancelled; version "
+                    f"{cancelled.source_version} stays active"
+                )
+                return 0
             if dry_run:
                 plan = reindexes.plan(session, settings, tenant.id, **options)
                 print(describe_plan(name, plan))
@@ -245,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     reindex.add_argument("--dim", type=int, default=None, help="its dimension, when it has several")
     reindex.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
     reindex.add_argument("--no-wait", dest="wait", action="store_false", help="do not show the progress")
+    reindex.add_argument("--cancel", action="store_true", help="cancel the running reindex")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command == "migrate":
@@ -268,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
             dimension=args.dim or None,
             dry_run=args.dry_run,
             wait=args.wait,
+            cancel=args.cancel,
         )
     return cmd_demo(settings)
 

@@ -44,13 +44,13 @@ def advance_reindexes(db: Database, vectors: Callable[[], VectorStore] | None) -
 
 
 def purge_old_versions(db: Database, store: VectorStore) -> None:
-    """Delete the points of every version a flipped reindex left behind, in every collection the
-    tenant's points may live in; the active version and a running reindex's target are kept."""
+    """Delete the points of every version a flipped (or cancelled) reindex left behind, in every
+    collection the tenant's points may live in; the active version and a running reindex's target
+    are kept."""
+    ended = [R.FLIPPED.value, R.CANCELLED.value]
     with db.transaction() as session:
         due = list(
-            session.scalars(
-                select(Reindex).where(Reindex.status == R.FLIPPED.value, Reindex.purged_at.is_(None))
-            )
+            session.scalars(select(Reindex).where(Reindex.status.in_(ended), Reindex.purged_at.is_(None)))
         )
         work = []
         for reindex in due:

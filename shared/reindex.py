@@ -15,11 +15,13 @@ from sqlalchemy.orm import Session
 
 from shared.embeddings import model_spec, settings_for_model
 from shared.errors import ConflictError, InvalidRequestError
-from shared.models import Reindex, ReindexStatus, Tenant, utcnow
+from shared.jobs import ACTIVE
+from shared.models import Job, JobKind, Reindex, ReindexStatus, Tenant, utcnow
+from shared.operations import cancel_job
 from shared.reindex_jobs import Progress, document_states, ensure_jobs, progress, start_stage
 from shared.settings import Settings
 
-__all__ = ["FROM_STAGES", "Progress", "advance", "plan", "progress", "start"]
+__all__ = ["FROM_STAGES", "Progress", "advance", "cancel", "plan", "progress", "start"]
 
 FROM_STAGES = ("embed", "chunk", "extract")
 R = ReindexStatus
@@ -180,6 +182,27 @@ def advance(session: Session, reindex: Reindex) -> str:
         return reindex.status
     reindex.status, reindex.flipped_at, reindex.finished_at = R.FLIPPED.value, utcnow(), utcnow()
     return reindex.status
+
+
+def cancel(session: Session, tenant_id: str) -> Reindex:
+    """Stop the tenant's running reindex: its unfinished jobs are cancelled, the active version stays,
+    and the maintenance loop deletes the points already written for the abandoned version."""
+    session.scalars(select(Tenant).where(Tenant.id == tenant_id).with_for_update()).one()
+    reindex = running_reindex(session, tenant_id)
+    if reindex is None:
+        raise ConflictError("No reindex of this tenant is running.", code="no_reindex_running")
+    unfinished = session.scalars(
+        select(Job).where(
+            Job.tenant_id == tenant_id,
+            Job.kind == JobKind.REINDEX.value,
+            Job.index_version == reindex.target_version,
+            Job.status.in_([s.value for s in ACTIVE]),
+        )
+    )
+    for job in unfinished:
+        cancel_job(session, job)
+    reindex.status, reindex.finished_at = R.CANCELLED.value, utcnow()
+    return reindex
 
 
 def collections_of(session: Session, tenant_id: str) -> set[tuple[str, int]]:

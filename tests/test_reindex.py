@@ -10,6 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from ingest_worker.maintenance import requeue_unfinished
+from ingest_worker.reindexer import advance_reindexes
 from shared import reindex as reindexes
 from shared.models import Job, JobKind, JobStage
 from shared.settings import Settings
@@ -202,3 +203,66 @@ def wait_completed_reindex_jobs(
             return list(done)
         time.sleep(0.1)
     raise AssertionError("the reindex jobs did not complete")
+
+
+def test_a_failed_document_keeps_the_old_version_and_a_re_run_retries_only_it(settings: Settings) -> None:
+    with OpenAIServer(api_key="sk-test") as server:
+        configured = fast(settings, openai_base_url=server.base_url, openai_api_key="sk-test")
+        with in_process_service(configured, threads=2, maintenance=True) as service:
+            client, res = service.app.test_client(), service.resources
+            tenant_id, key = tenant_with_key(res, "acme")
+            ingest(client, key, TOPICS[:3])
+            target = {"model": "text-embedding-3-small", "dimension": 64}
+            # Given a reindex whose first embedding request the provider refuses
+            server.fail_next("bad_request")
+            with res.db.transaction() as session:
+                reindexes.start(session, configured, tenant_id, **target)
+
+            # When every job has ended
+            failed = wait_reindex(res, tenant_id)
+
+            # Then the reindex failed listing the document, and searches still use the old version
+            assert failed.status == "failed"
+            assert [f["error_code"] for f in failed.failures or []] == ["embedding_rejected"]
+            assert active_version(res, tenant_id) == 1
+            headers = {"Authorization": f"Bearer {key}"}
+            answer = client.get("/v1/search?q=glaciers", headers=headers).get_json()
+            assert answer["index_version"] == 1 and answer["results"]
+
+            # And running it again retries that document alone, then flips
+            with res.db.transaction() as session:
+                _, created = reindexes.start(session, configured, tenant_id, **target)
+            assert created == 1
+            assert wait_reindex(res, tenant_id).status == "flipped"
+            with res.db.transaction() as session:
+                rows = session.scalars(select(Job.status).where(Job.kind == JobKind.REINDEX.value))
+                statuses = sorted(rows)
+            assert statuses == ["completed", "completed", "completed", "failed"]
+            assert active_version(res, tenant_id) == 2
+
+
+def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_deleted(settings: Settings) -> None:
+    configured = fast(settings)
+    with in_process_service(configured, threads=2, maintenance=True) as service:
+        client, res = service.app.test_client(), service.resources
+        tenant_id, key = tenant_with_key(res, "acme")
+        ingest(client, key, TOPICS[:3])
+        before = sorted(p["id"] for p in points_of(res, LOCAL, tenant_id))
+    # Given a reindex whose jobs all completed, with no maintenance loop to flip it yet
+    with in_process_service(configured, threads=2) as service:
+        res = service.resources
+        with res.db.transaction() as session:
+            reindexes.start(session, configured, tenant_id)
+        service_relay_publish(service)
+        wait_completed_reindex_jobs(res, tenant_id, at_least=3)
+        assert {p["index_version"] for p in points_of(res, LOCAL, tenant_id)} == {1, 2}
+
+        # When an admin cancels it, and the maintenance duty runs
+        admin = {"Authorization": f"Bearer {admin_key(res)}"}
+        answer = service.app.test_client().delete(f"/v1/admin/tenants/{tenant_id}/reindex", headers=admin)
+        advance_reindexes(res.db, lambda: res.vectors)
+
+        # Then the old version stays active, with exactly its own points, and the new one's are gone
+        assert answer.status_code == 200 and answer.get_json()["status"] == "cancelled"
+        assert active_version(res, tenant_id) == 1
+        assert sorted(p["id"] for p in points_of(res, LOCAL, tenant_id)) == before

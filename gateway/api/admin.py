@@ -217,3 +217,13 @@ def get_reindex(tenant_id: str) -> Any:
                 reindex, total=now.total, done=now.done, failed=now.failed, failures=now.failures
             )
         return reindex_body(reindex)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/reindex", methods=["DELETE"])
+@admin_required
+@blp.response(200, ReindexSchema)
+def cancel_reindex(tenant_id: str) -> Any:
+    """Cancel the tenant's running reindex: the active version stays, the new one's points go."""
+    with services().db.transaction() as session:
+        _tenant(session, tenant_id)
+        return reindex_body(reindexes.cancel(session, tenant_id))
