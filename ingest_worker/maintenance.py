@@ -59,7 +59,7 @@ class MaintenanceLoop:
         resumed = sweep(self.db, self.settings, broker_lost=broker_lost)
         if resumed:
             logger.warning("sweeper resumed %s job(s)", resumed)
-        advance_reindexes(self.db, self.vectors)
+        advance_reindexes(self.db, self.vectors, window=self.settings.reindex_window)
         published = self.relay.publish_pending()
         if published:
             logger.info("relay published %s outbox message(s)", published)

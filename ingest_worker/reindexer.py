@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 R = ReindexStatus
 
 
-def advance_reindexes(db: Database, vectors: Callable[[], VectorStore] | None) -> int:
+def advance_reindexes(db: Database, vectors: Callable[[], VectorStore] | None, *, window: int) -> int:
     """One pass over every running reindex, then the purges due. Returns how many flipped."""
     with db.transaction() as session:
         running = list(session.scalars(select(Reindex.id).where(Reindex.status == R.RUNNING.value)))
@@ -31,7 +31,7 @@ def advance_reindexes(db: Database, vectors: Callable[[], VectorStore] | None) -
         with db.transaction() as session:
             reindex = session.get(Reindex, reindex_id)
             assert reindex is not None
-            status = reindexes.advance(session, reindex)
+            status = reindexes.advance(session, reindex, window=window)
             tenant_id, version = reindex.tenant_id, reindex.target_version
         if status == R.FLIPPED.value:
             flipped += 1

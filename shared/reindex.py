@@ -110,7 +110,7 @@ def start(
             )
             session.add(reindex)
         session.flush()
-    created = ensure_jobs(session, reindex, retry_failed=True)
+    created = ensure_jobs(session, reindex, window=settings.reindex_window, retry_failed=True)
     now = progress(session, reindex)
     reindex.total, reindex.done, reindex.failed = now.total, now.done, now.failed
     return reindex, created
@@ -149,16 +149,16 @@ def plan(
     }
 
 
-def advance(session: Session, reindex: Reindex) -> str:
-    """One maintenance step: create catch-up jobs, record the counts, and once every document is
-    final flip the tenant's active version in one UPDATE (or fail the reindex, listing the failed
-    documents). Holds the tenant's row lock, so no upload creates a job for the old version
-    meanwhile. Returns the reindex's status."""
+def advance(session: Session, reindex: Reindex, *, window: int) -> str:
+    """One maintenance step: create the next jobs (at most `window` unfinished), record the counts,
+    and once every document is final flip the tenant's active version in one UPDATE (or fail the
+    reindex, listing the failed documents). Holds the tenant's row lock, so no upload creates a job
+    for the old version meanwhile. Returns the reindex's status."""
     session.scalars(select(Tenant).where(Tenant.id == reindex.tenant_id).with_for_update()).one()
     session.refresh(reindex)
     if reindex.status != R.RUNNING.value:
         return reindex.status
-    ensure_jobs(session, reindex)
+    ensure_jobs(session, reindex, window=window)
     now = progress(session, reindex)
     reindex.total, reindex.done, reindex.failed = now.total, now.done, now.failed
     if not now.final:

@@ -109,13 +109,18 @@ def progress(session: Session, reindex: Reindex) -> Progress:
     return result
 
 
-def ensure_jobs(session: Session, reindex: Reindex, *, retry_failed: bool = False) -> int:
-    """Create the jobs of documents that have none for the target version (documents uploaded
-    since the reindex started, or every document at its start); failed ones only when asked."""
-    wanted = {"missing", "failed"} if retry_failed else {"missing"}
+def ensure_jobs(session: Session, reindex: Reindex, *, window: int, retry_failed: bool = False) -> int:
+    """Create jobs for documents that have none for the target version (every document, in turn, and
+    those uploaded since the reindex started), keeping at most `window` unfinished at once, so the
+    bulk queue stays short and no job waits behind thousands; failed ones (all of them) only when
+    asked. Returns how many were created."""
+    states = document_states(session, reindex)
+    room = max(0, window - sum(1 for s in states.values() if s.state == "pending"))
     created = 0
-    for doc, state in document_states(session, reindex).items():
-        if state.state in wanted and state.source is not None:
+    for doc, state in states.items():
+        if state.source is None:
+            continue
+        if (state.state == "missing" and created < room) or (state.state == "failed" and retry_failed):
             _create_job(session, reindex, doc, state.source)
             created += 1
     return created
