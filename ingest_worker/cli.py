@@ -12,16 +12,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import select
 
+from ingest_worker.reindex_command import cmd_reindex
 from shared import reindex as reindexes
 from shared.db import Database, migrate
 from shared.errors import IngestError
-from shared.models import DeadLetter, Job, KeyRole, Reindex, ReindexStatus, Tenant
+from shared.models import DeadLetter, Job, KeyRole, Tenant
 from shared.operations import retry_job
 from shared.settings import Settings
 from shared.tenants import create_tenant, get_tenant_by_name, new_api_key
@@ -124,113 +123,6 @@ def cmd_replay(settings: Settings, job_id: str) -> int:
             return 1
     print(f"job {job_id} queued again from its first unfinished stage")
     return 0
-
-
-def bar(done: int, failed: int, total: int, elapsed_s: float, started_done: int, width: int = 30) -> str:
-    """One line of progress: the bar, done/failed/total, the rate since the command started, ETA."""
-    final = done + failed
-    filled = width if total == 0 else round(width * final / total)
-    rate = (final - started_done) / elapsed_s if elapsed_s > 0 else 0.0
-    left = total - final
-    eta = f"{left / rate:.0f}s" if rate > 0 else "--"
-    return (
-        f"[{'#' * filled}{'.' * (width - filled)}] {done}/{total} done, {failed} failed, "
-        f"{rate:.1f} docs/s, ETA {eta}"
-    )
-
-
-def describe_plan(name: str, plan: dict[str, Any]) -> str:
-    """A dry run's plan in words."""
-    states = plan["documents"]
-    starts = ", ".join(f"{n} from {stage}" for stage, n in plan["jobs_by_first_stage"].items()) or "none"
-    model, dimension = plan["target_model"]
-    active_model, active_dimension = plan["active_model"]
-    active = f"version {plan['active_version']} active ({active_model}, {active_dimension} dimensions)"
-    return "\n".join(
-        [
-            f"tenant {name}: {active}",
-            ("would resume the running reindex" if plan["resumes"] else "would start a reindex")
-            + f" to {model} ({dimension} dimensions)",
-            f"jobs to create: {starts}",
-            f"documents already done: {states.get('done', 0)}, running: {states.get('pending', 0)}, "
-            f"waiting for their upload: {states.get('waiting', 0)}, failed: {states.get('failed', 0)}, "
-            f"never indexed (skipped): {states.get('unindexed', 0)}",
-        ]
-    )
-
-
-def cmd_reindex(
-    settings: Settings,
-    name: str,
-    *,
-    from_stage: str,
-    model: str | None,
-    dimension: int | None,
-    dry_run: bool,
-    wait: bool,
-    cancel: bool = False,
-    interval_s: float = 1.0,
-) -> int:
-    """Start (or resume) the tenant's reindex, then show its progress until the service flips it;
-    or cancel the one running."""
-    migrate(settings.effective_database_url)
-    db = Database.from_settings(settings)
-    options = {"model": model, "dimension": dimension, "from_stage": from_stage}
-    try:
-        with db.transaction() as session:
-            tenant = get_tenant_by_name(session, name)
-            if tenant is None:
-                print(f"no tenant {name!r}", file=sys.stderr)
-                return 1
-            if cancel:
-                cancelled = reindexes.cancel(session, tenant.id)
-                print(
-                    f"reindex to version {cancelled.target_version} cancelled; version "
-                    f"{cancelled.source_version} stays active"
-                )
-                return 0
-            if dry_run:
-                plan = reindexes.plan(session, settings, tenant.id, **options)
-                print(describe_plan(name, plan))
-                print("dry run: nothing was changed")
-                return 0
-            reindex, created = reindexes.start(session, settings, tenant.id, **options)
-            reindex_id, target = reindex.id, reindex.target_version
-            print(
-                f"reindexing tenant {name} into version {target} ({reindex.embedding_model}, "
-                f"{reindex.embedding_dim} dimensions, from {reindex.from_stage}): {created} job(s) created"
-            )
-    except IngestError as exc:
-        print(f"{exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    if not wait:
-        return 0
-    started, first_done = time.monotonic(), None
-    while True:
-        with db.transaction() as session:
-            row = session.get(Reindex, reindex_id)
-            assert row is not None
-            status = row.status
-            now = reindexes.progress(session, row)
-            failures = row.failures or now.failures
-        if first_done is None:
-            first_done = now.done + now.failed
-        line = bar(now.done, now.failed, now.total, time.monotonic() - started, first_done)
-        if status == ReindexStatus.RUNNING.value and now.final:
-            line += "  (waiting for the service to flip)"
-        print("\r" + line, end="", flush=True)
-        if status != ReindexStatus.RUNNING.value:
-            break
-        time.sleep(interval_s)
-    print()
-    for failure in failures:
-        print(f"  failed: document {failure.get('document_id')}: {failure.get('error_code')}")
-    elapsed = time.monotonic() - started
-    if status == ReindexStatus.FLIPPED.value:
-        print(f"version {target} is active: {now.done} document(s) reindexed in {elapsed:.0f}s")
-        return 0
-    print(f"reindex {status}: version {target} not activated; {len(failures)} document(s) failed")
-    return 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,6 +61,12 @@ def target_of(
         raise InvalidRequestError(str(exc), code="invalid_embedding_model") from None
 
 
+def next_version(session: Session, tenant: Tenant) -> int:
+    """A version no reindex of the tenant has used."""
+    highest = session.scalar(select(func.max(Reindex.target_version)).where(Reindex.tenant_id == tenant.id))
+    return max(tenant.active_index_version, highest or 0) + 1
+
+
 def start(
     session: Session,
     settings: Settings,
@@ -93,14 +99,11 @@ def start(
             reindex = last
             reindex.status, reindex.finished_at, reindex.failures = R.RUNNING.value, None, None
         else:
-            highest = session.scalar(
-                select(func.max(Reindex.target_version)).where(Reindex.tenant_id == tenant_id)
-            )
             source = active_model(session, settings, tenant)
             reindex = Reindex(
                 tenant_id=tenant_id,
                 source_version=tenant.active_index_version,
-                target_version=max(tenant.active_index_version, highest or 0) + 1,
+                target_version=next_version(session, tenant),
                 source_model=source[0],
                 source_dim=source[1],
                 embedding_model=target[0],
@@ -132,7 +135,7 @@ def plan(
     running = running_reindex(session, tenant_id)
     probe = running or Reindex(
         tenant_id=tenant_id,
-        target_version=tenant.active_index_version + 1,
+        target_version=next_version(session, tenant),
         embedding_model=target[0],
         embedding_dim=target[1],
         from_stage=from_stage,
