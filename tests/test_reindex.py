@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import time
 
+import dramatiq
 import pytest
 from sqlalchemy import select
 
 from ingest_worker.maintenance import requeue_unfinished
-from ingest_worker.reindexer import advance_reindexes
+from ingest_worker.resources import Resources
 from shared import reindex as reindexes
 from shared.models import Job, JobKind, JobStage
+from shared.queue import QUEUE_BULK_INDEX
 from shared.settings import Settings
 from tests.inprocess import in_process_service
 from tests.openai_server import OpenAIServer
@@ -245,7 +247,7 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
         tenant_id, key = tenant_with_key(res, "acme")
         ingest(client, key, TOPICS[:3])
         before = sorted(p["id"] for p in points_of(res, LOCAL, tenant_id))
-    # Given a reindex whose jobs all completed, with no maintenance loop to flip it yet
+    # Given a reindex whose jobs all completed, with no maintenance loop to flip it
     with in_process_service(configured, threads=2) as service:
         res = service.resources
         with res.db.transaction() as session:
@@ -254,12 +256,29 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
         wait_completed_reindex_jobs(res, tenant_id, at_least=3)
         assert {p["index_version"] for p in points_of(res, LOCAL, tenant_id)} == {1, 2}
 
-        # When an admin cancels it, and the maintenance duty runs
+        # When an admin cancels it, and a worker serving the bulk index queue runs, as the index
+        # pool of the split topology does (it alone may open the local Qdrant folder)
         admin = {"Authorization": f"Bearer {admin_key(res)}"}
         answer = service.app.test_client().delete(f"/v1/admin/tenants/{tenant_id}/reindex", headers=admin)
-        advance_reindexes(res.db, lambda: res.vectors, window=configured.reindex_window)
+        index_pool = dramatiq.Worker(service.broker, queues={QUEUE_BULK_INDEX}, worker_threads=1)
+        index_pool.start()
+        try:
+            purged = wait_purged(res, tenant_id)
+        finally:
+            index_pool.stop()
 
         # Then the old version stays active, with exactly its own points, and the new one's are gone
         assert answer.status_code == 200 and answer.get_json()["status"] == "cancelled"
-        assert active_version(res, tenant_id) == 1
+        assert purged and active_version(res, tenant_id) == 1
         assert sorted(p["id"] for p in points_of(res, LOCAL, tenant_id)) == before
+
+
+def wait_purged(res: Resources, tenant_id: str, timeout_s: float = 30) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with res.db.transaction() as session:
+            row = reindexes.latest_reindex(session, tenant_id)
+            if row is not None and row.purged_at is not None:
+                return True
+        time.sleep(0.1)
+    return False
