@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run up down test bench lint format gateway worker maintenance tenant key admin-key dlq replay migrate tesseract model clean help
+.PHONY: run up down test bench lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -23,6 +23,7 @@ help:
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
 	@echo "make up / make down - the production topology as separate processes on this machine"
+	@echo "make reindex TENANT=acme [FROM=embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1] [CANCEL=1]"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
 $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
@@ -107,6 +108,12 @@ up: $(DEV_STAMP) tesseract model
 down:
 	@$(PY) -m deploy.up stop
 
+reindex: $(RUNTIME_STAMP)
+	@test -n "$(TENANT)" || { echo "usage: make reindex TENANT=<name> [FROM=embed|chunk|extract] [MODEL=<model>] [DIM=<n>] [DRY_RUN=1]" >&2; exit 2; }
+	@$(PY) -m ingest_worker.cli reindex "$(TENANT)" --from "$(or $(FROM),embed)" \
+	  $(if $(MODEL),--model "$(MODEL)") $(if $(DIM),--dim "$(DIM)") $(if $(filter 1 yes true,$(DRY_RUN)),--dry-run) \
+	  $(if $(filter 1 yes true,$(CANCEL)),--cancel)
+
 # --- Production processes (configure with INGEST_* variables; see README) ----------------------
 
 gateway: $(RUNTIME_STAMP)
@@ -117,7 +124,7 @@ gateway: $(RUNTIME_STAMP)
 # index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index. Webhook
 # deliveries wait on receivers' networks, so they get a pool of their own too (many threads, one
 # process) and a slow receiver never holds a stage's thread.
-# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, webhooks) runs one pool
+# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, bulk-index, webhooks) runs one pool
 # for just those queues.
 WORKER_PROCESSES ?= 2
 WORKER_THREADS ?= 2
@@ -127,13 +134,13 @@ worker: $(RUNTIME_STAMP) tesseract model
 	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q $(QUEUES); \
 	elif [ -n "$$INGEST_QDRANT_URL" ]; then \
 	  trap 'kill 0' INT TERM EXIT; \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk bulk-index & \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads $(WEBHOOK_THREADS) -Q webhooks & \
 	  wait; \
 	else \
 	  trap 'kill 0' INT TERM EXIT; \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr ingest-backlog ocr-backlog bulk & \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog & \
+	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog bulk-index & \
 	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads $(WEBHOOK_THREADS) -Q webhooks & \
 	  wait; \
 	fi

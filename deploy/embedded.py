@@ -44,7 +44,7 @@ def main() -> None:
     relay = Relay(
         resources.db.sessions, publisher, interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant
     )
-    loop = MaintenanceLoop(resources.db, relay, settings)
+    loop = MaintenanceLoop(resources.db, relay, settings, lambda: resources.vectors)
     loop.run_once()
     loop.start_thread()
     workers = start_workers(

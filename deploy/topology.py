@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from shared.queue import BACKLOG_SUFFIX, QUEUE_BULK, QUEUE_INDEX, QUEUE_INGEST, QUEUE_OCR, QUEUE_WEBHOOKS
+from shared.queue import (
+    BACKLOG_SUFFIX,
+    QUEUE_BULK,
+    QUEUE_BULK_INDEX,
+    QUEUE_INDEX,
+    QUEUE_INGEST,
+    QUEUE_OCR,
+    QUEUE_WEBHOOKS,
+)
 from shared.settings import Settings, child_environment
 
 logger = logging.getLogger(__name__)
@@ -40,7 +48,7 @@ MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 # Worker pools, one per queue family; a pool takes the backlog lane of its queues too.
 POOL_QUEUES: dict[str, tuple[str, ...]] = {
     "worker-ingest": (QUEUE_INGEST, QUEUE_OCR, QUEUE_INGEST + BACKLOG_SUFFIX, QUEUE_OCR + BACKLOG_SUFFIX),
-    "worker-index": (QUEUE_INDEX, QUEUE_INDEX + BACKLOG_SUFFIX),
+    "worker-index": (QUEUE_INDEX, QUEUE_INDEX + BACKLOG_SUFFIX, QUEUE_BULK_INDEX),
     "worker-bulk": (QUEUE_BULK,),
     "worker-webhooks": (QUEUE_WEBHOOKS,),
 }

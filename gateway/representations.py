@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from shared.models import ApiKey, DeadLetter, Document, Job, Tenant, WebhookDelivery, utcnow
+from shared.models import ApiKey, DeadLetter, Document, Job, Reindex, Tenant, WebhookDelivery, utcnow
 
 
 def _time(value: datetime | None) -> str | None:
@@ -120,4 +120,25 @@ def webhook_settings_body(tenant: Tenant) -> dict[str, Any]:
         "default_callback_url": tenant.default_callback_url,
         "secret": tenant.webhook_secret,
         "previous_secret_valid_until": _time(until) if until and until > utcnow() else None,
+    }
+
+
+def reindex_body(reindex: Reindex, **extra: Any) -> dict[str, Any]:
+    return {
+        "reindex_id": reindex.id,
+        "tenant_id": reindex.tenant_id,
+        "status": reindex.status,
+        "source_version": reindex.source_version,
+        "target_version": reindex.target_version,
+        "embedding_model": reindex.embedding_model,
+        "embedding_dimension": reindex.embedding_dim,
+        "from_stage": reindex.from_stage,
+        "total": reindex.total,
+        "done": reindex.done,
+        "failed": reindex.failed,
+        "failures": reindex.failures or [],
+        "created_at": _time(reindex.created_at),
+        "flipped_at": _time(reindex.flipped_at),
+        "finished_at": _time(reindex.finished_at),
+        **extra,
     }

@@ -135,11 +135,42 @@ class SearchHitSchema(Schema):
     page_end = fields.Integer()
     chunk_index = fields.Integer()
     text = fields.String()
+    index_version = fields.Integer()
 
 
 class SearchResponseSchema(Schema):
     query = fields.String()
+    index_version = fields.Integer()
     results = fields.List(fields.Nested(SearchHitSchema), required=True)
+
+
+class ReindexArgsSchema(StrictSchema):
+    from_stage = fields.String(
+        data_key="from", load_default="embed", validate=validate.OneOf(["embed", "chunk", "extract"])
+    )
+    model = fields.String(validate=validate.Length(min=1, max=100))
+    dimension = fields.Integer(validate=validate.Range(min=1, max=65536))
+    dry_run = fields.Boolean(load_default=False)
+
+
+class ReindexSchema(Schema):
+    reindex_id = fields.String()
+    tenant_id = fields.String()
+    status = fields.String()
+    source_version = fields.Integer()
+    target_version = fields.Integer()
+    embedding_model = fields.String()
+    embedding_dimension = fields.Integer()
+    from_stage = fields.String(data_key="from")
+    total = fields.Integer()
+    done = fields.Integer()
+    failed = fields.Integer()
+    failures = fields.List(fields.Dict())
+    jobs_created = fields.Integer()
+    plan = fields.Dict()
+    created_at = fields.String()
+    flipped_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
 
 
 class LimitsSchema(StrictSchema):

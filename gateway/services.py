@@ -8,7 +8,7 @@ from functools import cached_property
 from flask import current_app
 
 from shared.db import Database
-from shared.embeddings import Embedder, make_embedder
+from shared.embeddings import Embedder, Embedders
 from shared.errors import SearchUnavailableError
 from shared.outbox import Relay
 from shared.settings import Settings
@@ -49,11 +49,12 @@ class Services:
             return VectorStore.from_settings(self.settings)
 
     @cached_property
+    def embedders(self) -> Embedders:
+        return Embedders(self.settings, self._embedder)
+
+    @property
     def embedder(self) -> Embedder:
-        if self._embedder is not None:
-            return self._embedder
-        with self._lock:
-            return make_embedder(self.settings)
+        return self.embedders.default
 
 
 def services() -> Services:

@@ -16,12 +16,14 @@ from ingest_worker import deletion, steps, webhooks
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
-from shared.queue import actor_for, queue_for
+from shared.queue import LANES, actor_for, queue_for
 
 get_broker()
 
 SECOND_MS = 1000
 BACKLOG_PRIORITY = 100
+# Reindex work comes after everything else a worker has prefetched.
+BULK_PRIORITY = 200
 MINUTE_MS = 60 * SECOND_MS
 
 # stage: (retries, backoff floor, backoff cap, Dramatiq time limit). The OCR stage's limit is
@@ -55,8 +57,8 @@ def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
         run,
         actor_name=actor_for(stage, lane),
         queue_name=queue_for(stage, lane),
-        # Workers take a prefetched interactive message before any backlog one.
-        priority=BACKLOG_PRIORITY if lane == "backlog" else 0,
+        # Workers take a prefetched interactive message before any backlog one, and those before bulk.
+        priority={"backlog": BACKLOG_PRIORITY, "bulk": BULK_PRIORITY}.get(lane, 0),
         max_retries=policy.max_retries,
         min_backoff=policy.min_backoff_ms,
         max_backoff=policy.max_backoff_ms,
@@ -75,7 +77,12 @@ WORK: dict[str, StageWork] = {
     "delete": deletion.delete_document,
 }
 ACTORS = (
-    *(_stage_actor(stage, work, lane) for lane in ("interactive", "backlog") for stage, work in WORK.items()),
+    *(
+        _stage_actor(stage, work, lane)
+        for lane in LANES
+        for stage, work in WORK.items()
+        if not (lane == "bulk" and stage == "delete")
+    ),
     webhooks.deliver_webhook,
 )
 

@@ -20,6 +20,7 @@ from ingest_worker.middleware.log_context import LogContext
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.stage_metrics import StageMetrics
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
+from ingest_worker.middleware.version_purge import VersionPurge
 from ingest_worker.resources import current
 from shared.logging import setup_logging
 from shared.queue import QUEUE_WEBHOOKS, make_broker
@@ -53,6 +54,7 @@ def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
     return TenantConcurrency(
         slots,
         cap=settings.tenant_max_concurrency,
+        bulk_cap=settings.bulk_max_concurrency,
         # Longer than any stage's time limit, so a live message never loses its slot.
         slot_ttl_ms=(2 * 60 + 5) * 60 * 1000,
         requeue_delay_ms=(200, 1000),
@@ -64,6 +66,8 @@ def build_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
     broker = make_broker(settings, middleware=worker_middleware(metrics_port))
     broker.add_middleware(tenant_concurrency(broker, settings))
     broker.add_middleware(HandOffs(lambda: current(settings)))
+    purge_every_s = 5 * settings.maintenance_interval_s
+    broker.add_middleware(VersionPurge(lambda: current(settings), interval_s=purge_every_s))
     return broker
 
 

@@ -3,6 +3,8 @@
 python -m ingest_worker.cli migrate
 python -m ingest_worker.cli tenant NAME        # prints the new tenant's API key last
 python -m ingest_worker.cli demo               # migrate, ensure the demo tenant, print its key
+python -m ingest_worker.cli reindex NAME [--from embed|chunk|extract] [--model M] [--dim D] [--dry-run]
+python -m ingest_worker.cli reindex NAME --cancel
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from ingest_worker.reindex_command import cmd_reindex
+from shared import reindex as reindexes
 from shared.db import Database, migrate
 from shared.errors import IngestError
 from shared.models import DeadLetter, Job, KeyRole, Tenant
@@ -136,6 +140,14 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("dlq", help="list dead-lettered jobs")
     replay = sub.add_parser("replay", help="run a failed or dead-lettered job again")
     replay.add_argument("job_id")
+    reindex = sub.add_parser("reindex", help="reindex a tenant without downtime")
+    reindex.add_argument("name")
+    reindex.add_argument("--from", dest="from_stage", default="embed", choices=reindexes.FROM_STAGES)
+    reindex.add_argument("--model", default=None, help="embedding model (default: the active one)")
+    reindex.add_argument("--dim", type=int, default=None, help="its dimension, when it has several")
+    reindex.add_argument("--dry-run", action="store_true", help="say what would be done, change nothing")
+    reindex.add_argument("--no-wait", dest="wait", action="store_false", help="do not show the progress")
+    reindex.add_argument("--cancel", action="store_true", help="cancel the running reindex")
     args = parser.parse_args(argv)
     settings = Settings.from_env()
     if args.command == "migrate":
@@ -150,6 +162,17 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_dlq(settings)
     if args.command == "replay":
         return cmd_replay(settings, args.job_id)
+    if args.command == "reindex":
+        return cmd_reindex(
+            settings,
+            args.name,
+            from_stage=args.from_stage,
+            model=args.model or None,
+            dimension=args.dim or None,
+            dry_run=args.dry_run,
+            wait=args.wait,
+            cancel=args.cancel,
+        )
     return cmd_demo(settings)
 
 

@@ -1,5 +1,5 @@
-"""The maintenance loop: the one home of periodic duties (resuming lost jobs, publishing the outbox
-and due webhook deliveries).
+"""The maintenance loop: the one home of periodic duties (resuming lost jobs, flipping reindexes,
+publishing the outbox and due webhook deliveries).
 
 A thread of the embedded process; its own process in production (`python -m
 ingest_worker.maintenance`). Safe to run more than once: outbox rows are claimed by
@@ -11,9 +11,12 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from collections.abc import Callable
+from functools import cache
 
 from sqlalchemy import select
 
+from ingest_worker.reindexer import advance_reindexes
 from ingest_worker.sweeper import BrokerEpoch, sweep
 from shared import jobs, outbox, webhooks
 from shared.db import Database
@@ -22,15 +25,27 @@ from shared.models import Job, OutboxMessage
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
+from shared.vectorstore import VectorStore
 
 logger = logging.getLogger(__name__)
 
 
 class MaintenanceLoop:
-    """Runs the periodic duties every `interval_s` seconds until stopped."""
+    """Runs the periodic duties every `interval_s` seconds until stopped.
 
-    def __init__(self, db: Database, relay: Relay, settings: Settings) -> None:
+    `vectors` gives the vector store for deleting the points a reindex left behind; without one
+    (a local Qdrant folder owned by the index worker) that deletion waits for a loop that has one.
+    """
+
+    def __init__(
+        self,
+        db: Database,
+        relay: Relay,
+        settings: Settings,
+        vectors: Callable[[], VectorStore] | None = None,
+    ) -> None:
         self.db = db
+        self.vectors = vectors
         self.relay = relay
         self.settings = settings
         self.interval_s = settings.maintenance_interval_s
@@ -44,6 +59,7 @@ class MaintenanceLoop:
         resumed = sweep(self.db, self.settings, broker_lost=broker_lost)
         if resumed:
             logger.warning("sweeper resumed %s job(s)", resumed)
+        advance_reindexes(self.db, self.vectors, window=self.settings.reindex_window)
         published = self.relay.publish_pending()
         if published:
             logger.info("relay published %s outbox message(s)", published)
@@ -102,7 +118,8 @@ def main() -> None:
         Publisher(make_broker(settings)),
         interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
     )
-    loop = MaintenanceLoop(db, relay, settings)
+    vectors = cache(lambda: VectorStore.from_settings(settings)) if settings.qdrant_url else None
+    loop = MaintenanceLoop(db, relay, settings, vectors)
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     signal.signal(signal.SIGINT, lambda *_: loop.stop())
     logger.info("maintenance loop running every %ss", settings.maintenance_interval_s)

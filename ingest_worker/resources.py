@@ -10,7 +10,7 @@ import threading
 from functools import cached_property
 
 from shared.db import Database
-from shared.embeddings import Embedder, make_embedder
+from shared.embeddings import Embedder, Embedders, make_embedder
 from shared.settings import Settings
 from shared.storage import ObjectStorage, make_storage
 from shared.vectorstore import VectorStore
@@ -35,8 +35,21 @@ class Resources:
 
     @cached_property
     def embedder(self) -> Embedder:
+        """The service's default embedder."""
         with self._lock:
             return make_embedder(self.settings)
+
+    @cached_property
+    def embedders(self) -> Embedders:
+        with self._lock:
+            return Embedders(self.settings, self.embedder)
+
+    def embedder_for(self, model: str | None, dimension: int | None) -> Embedder:
+        """The embedder a job records (its tenant's active model, or a reindex's target); the
+        default one when it records none."""
+        if model is None:
+            return self.embedder
+        return self.embedders.get(model, dimension)
 
     @cached_property
     def vectors(self) -> VectorStore:

@@ -1,7 +1,9 @@
 """The I/O around each pure stage: read the inputs from storage, call the stage, store its output.
 
 Every step reads what earlier stages stored (artifacts under `artifacts/<job id>/`), so a retry of
-one stage never redoes the ones before it, and writing an artifact again is harmless.
+one stage never redoes the ones before it, and writing an artifact again is harmless. A reindex job
+starts at a later stage: its skipped stages' rows point at the artifacts of the job it reindexes,
+and a step reads its input from wherever the stage row says.
 """
 
 from __future__ import annotations
@@ -34,11 +36,10 @@ from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
 from shared.errors import DocumentDeletedError, NoTextError, PointCountMismatchError
 from shared.jobs import JobSnapshot
-from shared.models import Document, Job, Tenant
+from shared.models import Document, Job, JobStage, Tenant
 from shared.vectorstore import point_id
+from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 
-EXTRACTOR_VERSION = "pypdf-1"
-CHUNKER_VERSION = "recursive-1"
 # Pages per OCR child call: small enough that a cancel is seen soon and that two children share a
 # scan's pages evenly, large enough that the per-call cost (a few ms) stays negligible.
 OCR_PAGES_PER_CALL = 4
@@ -46,6 +47,14 @@ OCR_PAGES_PER_CALL = 4
 
 def artifact_key(job_id: str, name: str) -> str:
     return f"artifacts/{job_id}/{name}"
+
+
+def _input(res: Resources, job: JobSnapshot, stage: str, name: str) -> bytes:
+    """The artifact `stage` left for this job: its own, or the one a reindex job's row refers to."""
+    with res.db.transaction() as session:
+        row = session.get(JobStage, (job.id, stage))
+        key = row.artifact_key if row is not None and row.artifact_key else artifact_key(job.id, name)
+    return res.storage.get_bytes(key)
 
 
 @contextmanager
@@ -99,13 +108,16 @@ def extract(res: Resources, job: JobSnapshot) -> StageResult:
         )
     key = artifact_key(job.id, "pages.json")
     res.storage.put_bytes(key, pages_to_json(pages))
-    return StageResult(fields={"ocr_pages": sum(p.needs_ocr for p in pages)}, artifact_key=key)
+    return StageResult(
+        fields={"ocr_pages": sum(p.needs_ocr for p in pages), "extractor_version": EXTRACTOR_VERSION},
+        artifact_key=key,
+    )
 
 
 def ocr(res: Resources, job: JobSnapshot) -> StageResult:
     """OCR the pages without a text layer, a few pages per child process, `ocr_parallelism` children
     at once (tesseract uses one core each), checking for a cancel between groups of pages."""
-    pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, "pages.json")))
+    pages = pages_from_json(_input(res, job, "extract", "pages.json"))
     wanted = [p.number for p in pages if p.needs_ocr]
     if wanted:
         settings = res.settings
@@ -144,12 +156,12 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
 
 
 def chunk(res: Resources, job: JobSnapshot) -> StageResult:
-    pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, "pages-final.json")))
+    pages = pages_from_json(_input(res, job, "ocr", "pages-final.json"))
     normalized = [
         PageText(number=p.number, text=normalize_text(p.text), needs_ocr=p.needs_ocr, source=p.source)
         for p in pages
     ]
-    embedder = res.embedder
+    embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
     chunks = chunk_pages(
         normalized,
         max_tokens=min(res.settings.chunk_max_tokens, embedder.max_tokens),
@@ -160,12 +172,12 @@ def chunk(res: Resources, job: JobSnapshot) -> StageResult:
         raise NoTextError()
     key = artifact_key(job.id, "chunks.json")
     res.storage.put_bytes(key, chunks_to_json(chunks))
-    return StageResult(fields={"chunks": len(chunks)}, artifact_key=key)
+    return StageResult(fields={"chunks": len(chunks), "chunker_version": CHUNKER_VERSION}, artifact_key=key)
 
 
 def embed(res: Resources, job: JobSnapshot) -> StageResult:
-    chunks = chunks_from_json(res.storage.get_bytes(artifact_key(job.id, "chunks.json")))
-    embedder = res.embedder
+    chunks = chunks_from_json(_input(res, job, "chunk", "chunks.json"))
+    embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
     batch = res.settings.embed_batch_size
     vectors: list[list[float]] = []
     for start in range(0, len(chunks), batch):
@@ -184,12 +196,13 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
 
 
 def index(res: Resources, job: JobSnapshot) -> StageResult:
-    chunks = chunks_from_json(res.storage.get_bytes(artifact_key(job.id, "chunks.json")))
-    vectors = np.load(io.BytesIO(res.storage.get_bytes(artifact_key(job.id, "vectors.npy"))))
+    chunks = chunks_from_json(_input(res, job, "chunk", "chunks.json"))
+    vectors = np.load(io.BytesIO(_input(res, job, "embed", "vectors.npy")))
     with res.db.transaction() as session:
         row = session.get(Job, job.id)
         assert row is not None
         model, dimension, version = row.embedding_model, row.embedding_dim, row.index_version
+        extractor, chunker = row.extractor_version, row.chunker_version
     assert model is not None and dimension is not None
     store = res.vectors
     collection = store.collection(model, dimension)
@@ -208,8 +221,8 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
             "text": c.text,
             "index_version": version,
             "embedding_model": model,
-            "extractor_version": EXTRACTOR_VERSION,
-            "chunker_version": CHUNKER_VERSION,
+            "extractor_version": extractor,
+            "chunker_version": chunker,
         }
         for c in chunks
     ]
@@ -224,8 +237,11 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
         # The document was deleted while this job indexed it: its points must not outlive it.
         store.delete(collection, job.tenant_id, job_id=job.id)
         raise DocumentDeletedError()
-    # Only now that this job's points are all written and counted may the older ones go.
-    store.delete(collection, job.tenant_id, keep_job_id=job.id, document_id=job.document_id)
+    # Only now that this job's points are all written and counted may the older ones go: those of
+    # its own index version only, so a reindex never touches the version searches read.
+    store.delete(
+        collection, job.tenant_id, keep_job_id=job.id, document_id=job.document_id, index_version=version
+    )
     return StageResult(fields={"points": written})
 
 

@@ -1,7 +1,9 @@
-"""The embedder protocol and the factory that picks an implementation from settings."""
+"""The embedder protocol, the factory that picks an implementation from settings, and the embedders
+of other models (a tenant reindexed to another model keeps being served with it)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -34,3 +36,63 @@ def make_embedder(settings: Settings) -> Embedder:
 
         return OpenAIEmbedder.from_settings(settings)
     raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")
+
+
+# The offline model: its name is what reindexes and tenants record, its dimension is fixed.
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+LOCAL_DIMENSION = 384
+
+
+def settings_for_model(settings: Settings, model: str | None, dimension: int | None = None) -> Settings:
+    """The settings whose embedder is `model` (at `dimension`): the offline model by its name, any other
+    through the OpenAI-compatible provider these settings configure; `None` keeps the default."""
+    if model is None:
+        return settings
+    if model == LOCAL_MODEL:
+        if dimension not in (None, LOCAL_DIMENSION):
+            raise ValueError(f"{LOCAL_MODEL} returns {LOCAL_DIMENSION} dimensions, not {dimension}")
+        return settings.replace(embedder="local")
+    return settings.replace(embedder="openai", openai_model=model, openai_dimensions=dimension or 0)
+
+
+def model_spec(settings: Settings) -> tuple[str, int]:
+    """(model, dimension) of the embedder the settings name, without loading it."""
+    if settings.embedder == "local":
+        return LOCAL_MODEL, LOCAL_DIMENSION
+    if settings.embedder == "openai":
+        from shared.openai_embedder import model_dimension
+
+        return settings.openai_model, model_dimension(
+            settings.openai_model, settings.openai_dimensions or None, settings.openai_max_tokens or None
+        )
+    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")
+
+
+class Embedders:
+    """The default embedder and, built on first use and kept, those of other models."""
+
+    def __init__(self, settings: Settings, default: Embedder | None = None) -> None:
+        self.settings = settings
+        self._default = default
+        self._others: dict[tuple[str, int | None], Embedder] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def default(self) -> Embedder:
+        with self._lock:
+            if self._default is None:
+                self._default = make_embedder(self.settings)
+            return self._default
+
+    def get(self, model: str | None = None, dimension: int | None = None) -> Embedder:
+        """The embedder of `model` at `dimension` (the default one for `None` or its own model)."""
+        if model is None:
+            return self.default
+        default_model, default_dimension = model_spec(self.settings)
+        if model == default_model and dimension in (None, default_dimension):
+            return self.default
+        with self._lock:
+            key = (model, dimension)
+            if key not in self._others:
+                self._others[key] = make_embedder(settings_for_model(self.settings, model, dimension))
+            return self._others[key]

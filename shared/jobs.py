@@ -30,7 +30,7 @@ from sqlalchemy.orm import Session
 
 from shared import webhooks
 from shared.errors import StaleTransitionError
-from shared.models import Job, JobEvent, JobStage, JobStatus, StageStatus, utcnow
+from shared.models import Job, JobEvent, JobKind, JobStage, JobStatus, StageStatus, utcnow
 from shared.queue import STAGES, pipeline_of_stage, stages_of
 
 S = JobStatus
@@ -324,8 +324,11 @@ def resume_stage(session: Session, job: Job) -> str:
 
 
 def latest_job_of_document(session: Session, document_id: str) -> Job | None:
+    """The document's latest upload or delete job (reindex jobs are the operator's, not the client's)."""
     return session.scalars(
-        select(Job).where(Job.document_id == document_id).order_by(Job.created_at.desc())
+        select(Job)
+        .where(Job.document_id == document_id, Job.kind != JobKind.REINDEX.value)
+        .order_by(Job.created_at.desc())
     ).first()
 
 

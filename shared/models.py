@@ -1,4 +1,5 @@
-"""SQLAlchemy 2.0 typed models: tenants, keys, documents, jobs, stages, events, outbox, webhook deliveries."""
+"""SQLAlchemy 2.0 typed models: tenants, keys, documents, jobs, stages, events, the outbox, webhook
+deliveries and reindexes."""
 
 from __future__ import annotations
 
@@ -70,6 +71,13 @@ class JobStatus(StrEnum):
     CANCELLED = "cancelled"
 
 
+class ReindexStatus(StrEnum):
+    RUNNING = "running"
+    FLIPPED = "flipped"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
 class StageStatus(StrEnum):
     RUNNING = "running"
     DONE = "done"
@@ -93,6 +101,10 @@ class Tenant(Base):
     webhook_secret_previous_until: Mapped[datetime | None] = mapped_column(DateTime)
     default_callback_url: Mapped[str | None] = mapped_column(Text)
     active_index_version: Mapped[int] = mapped_column(Integer, default=1)
+    # The embedding model and dimension of the active version; NULL means the service's default
+    # embedder (a tenant that was never reindexed).
+    active_embedding_model: Mapped[str | None] = mapped_column(String(100))
+    active_embedding_dim: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -160,6 +172,9 @@ class Job(Base):
     embedding_model: Mapped[str | None] = mapped_column(String(100))
     embedding_dim: Mapped[int | None] = mapped_column(Integer)
     index_version: Mapped[int] = mapped_column(Integer, default=1)
+    # The code versions that made the job's pages and chunks (a reindex redoes older ones).
+    extractor_version: Mapped[str | None] = mapped_column(String(32))
+    chunker_version: Mapped[str | None] = mapped_column(String(32))
     # A version that only grows: every transition bumps it in the same statement.
     seq: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
@@ -283,3 +298,41 @@ class WebhookDelivery(Base):
     delivered_at: Mapped[datetime | None] = mapped_column(DateTime)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Reindex(Base):
+    """A tenant's move to a new index version; the maintenance loop flips it when every document is in."""
+
+    __tablename__ = "reindexes"
+    __table_args__ = (
+        # At most one running reindex per tenant.
+        Index(
+            "uq_reindexes_running",
+            "tenant_id",
+            unique=True,
+            sqlite_where=text("status = 'running'"),
+            postgresql_where=text("status = 'running'"),
+        ),
+    )
+
+    id: Mapped[str] = mapped_column(String(36), primary_key=True, default=new_id)
+    tenant_id: Mapped[str] = mapped_column(ForeignKey("tenants.id"), index=True)
+    source_version: Mapped[int] = mapped_column(Integer)
+    target_version: Mapped[int] = mapped_column(Integer)
+    source_model: Mapped[str] = mapped_column(String(100))
+    source_dim: Mapped[int] = mapped_column(Integer)
+    embedding_model: Mapped[str] = mapped_column(String(100))
+    embedding_dim: Mapped[int] = mapped_column(Integer)
+    # The first stage every job runs at least (embed, chunk or extract).
+    from_stage: Mapped[str] = mapped_column(String(20))
+    status: Mapped[str] = mapped_column(String(20), default=ReindexStatus.RUNNING.value)
+    total: Mapped[int] = mapped_column(Integer, default=0)
+    done: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    # The documents whose job failed: [{"document_id", "job_id", "error_code", "error_message"}].
+    failures: Mapped[list[Any] | None] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    flipped_at: Mapped[datetime | None] = mapped_column(DateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # When the other versions' points were deleted after the flip.
+    purged_at: Mapped[datetime | None] = mapped_column(DateTime)

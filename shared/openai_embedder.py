@@ -199,6 +199,11 @@ class OpenAIEmbedder:
         return (matrix / norms).tolist()
 
 
+def model_dimension(model: str, dimensions: int | None, max_tokens: int | None) -> int:
+    """The dimension of the vectors `model` returns with these settings; ValueError when they cannot work."""
+    return _shape(model, dimensions, max_tokens)[0]
+
+
 def _shape(model: str, dimensions: int | None, max_tokens: int | None) -> tuple[int, int, int | None]:
     """(dimension, max_tokens, dimensions to send) for a model; ValueError for settings that cannot work."""
     spec = KNOWN_MODELS.get(model)

@@ -62,8 +62,17 @@ def create_job(
     kind: JobKind = JobKind.INGEST,
     callback_url: str | None = None,
 ) -> Job:
-    """A queued job with its `job.queued` event and its first outbox message."""
+    """A queued job with its `job.queued` event and its first outbox message.
+
+    The job writes into its tenant's active index version with that version's model; a flip waits
+    for every such job under the tenant's row lock, so none lands in a version already left.
+    """
     job = Job(tenant_id=tenant_id, document_id=document_id, kind=kind.value, callback_url=callback_url)
+    tenant = session.get(Tenant, tenant_id)
+    if tenant is not None:
+        job.index_version = tenant.active_index_version
+        job.embedding_model = tenant.active_embedding_model
+        job.embedding_dim = tenant.active_embedding_dim
     session.add(job)
     jobs.record_created(session, job)
     outbox.add_message(session, job.id, first_stage(kind.value))

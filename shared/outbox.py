@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, sessionmaker
 
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
-from shared.models import Job, JobStatus, OutboxMessage, utcnow
+from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
 from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
@@ -123,7 +123,10 @@ class Relay:
             return row[0], row[1], row[2], job.tenant_id, self._lane(session, job)
 
     def _lane(self, session: Session, job: Job) -> str:
-        """`backlog` for a job that has enough older unfinished jobs of its tenant ahead of it."""
+        """`bulk` for a reindex job; `backlog` for a job that has enough older unfinished jobs of its
+        tenant ahead of it (reindex jobs do not count: they travel in their own lane)."""
+        if job.kind == JobKind.REINDEX.value:
+            return "bulk"
         limit = self.interactive_jobs_per_tenant
         if limit <= 0:
             return "interactive"
@@ -133,6 +136,7 @@ class Relay:
             .where(
                 Job.tenant_id == job.tenant_id,
                 Job.status.in_(ACTIVE_STATUSES),
+                Job.kind != JobKind.REINDEX.value,
                 Job.created_at < job.created_at,
             )
         )

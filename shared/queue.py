@@ -32,7 +32,10 @@ QUEUE_OCR = "ocr"
 # of a job cancelled after indexing, so it must be able to open the folder too.
 QUEUE_INDEX = "index"
 # Bulk work (reindex) and webhook deliveries get queues of their own, so each can get its own pool.
+# A reindex job's index and finalize stages open the vector store, so they have a bulk queue of
+# their own that the index pool serves (ARCHITECTURE §2).
 QUEUE_BULK = "bulk"
+QUEUE_BULK_INDEX = "bulk-index"
 QUEUE_WEBHOOKS = "webhooks"
 # A tenant's jobs beyond its first few unfinished ones travel in the backlog lane: the same stages
 # on queues of their own, served by the same workers at a lower priority. Another tenant's upload
@@ -43,8 +46,11 @@ QUEUES: tuple[str, ...] = (
     *STAGE_QUEUES,
     *(q + BACKLOG_SUFFIX for q in STAGE_QUEUES),
     QUEUE_BULK,
+    QUEUE_BULK_INDEX,
     QUEUE_WEBHOOKS,
 )
+# The lanes a stage's message may travel in: interactive uploads, a tenant's backlog, reindex work.
+LANES: tuple[str, ...] = ("interactive", "backlog", "bulk")
 
 ACTOR_FOR_STAGE: dict[str, str] = {
     "validate": "validate_document",
@@ -71,20 +77,26 @@ HALT = "halt"
 
 
 def queue_for(stage: str, lane: str = "interactive") -> str:
+    if lane == "bulk":
+        return QUEUE_BULK_INDEX if QUEUE_FOR_STAGE[stage] == QUEUE_INDEX else QUEUE_BULK
     return QUEUE_FOR_STAGE[stage] + (BACKLOG_SUFFIX if lane == "backlog" else "")
 
 
 def actor_for(stage: str, lane: str = "interactive") -> str:
-    return ACTOR_FOR_STAGE[stage] + ("_backlog" if lane == "backlog" else "")
+    return ACTOR_FOR_STAGE[stage] + ("" if lane == "interactive" else f"_{lane}")
 
 
 def stage_message(
     job_id: str, stage: str, tenant_id: str | None = None, lane: str = "interactive"
 ) -> dramatiq.Message[Any]:
     """The message that runs `stage` of `job_id` in `lane`; the tenant id rides in the options for
-    the per-tenant concurrency cap, which must not need a database read to decide."""
+    the per-tenant concurrency cap, which must not need a database read to decide. Bulk messages
+    take no tenant slot (a tenant's reindex must not hold back its own uploads): the bulk lane has
+    a cap of its own."""
     options: dict[str, Any] = {"pipe_ignore": True}
-    if tenant_id:
+    if lane == "bulk":
+        options["bulk"] = True
+    elif tenant_id:
         options["tenant_id"] = tenant_id
     return dramatiq.Message(
         queue_name=queue_for(stage, lane),
@@ -103,7 +115,8 @@ def webhook_message(delivery_id: int) -> dramatiq.Message[Any]:
 
 
 def stages_of(kind: str) -> tuple[str, ...]:
-    """The stages a job of this kind runs (reindex jobs run the ingest stages)."""
+    """The stages a job of this kind runs (reindex jobs run the ingest stages; the ones a reindex
+    job skips are recorded as done when it is created)."""
     return PIPELINES.get(kind, STAGES)
 
 

@@ -91,6 +91,11 @@ class Settings:
     job_deadline_per_page_s: int = 30
     # Messages of one tenant processed at once across every worker (0: no cap).
     tenant_max_concurrency: int = 2
+    # Reindex (bulk) messages processed at once across every worker (0: no cap), so a reindex
+    # never takes every worker from interactive uploads.
+    bulk_max_concurrency: int = 1
+    # Unfinished jobs of one reindex at once: the maintenance loop creates the next ones as these end.
+    reindex_window: int = 8
     # A tenant's jobs beyond this many unfinished ones go to the backlog lane (0: never).
     interactive_jobs_per_tenant: int = 4
     # Recovery (ingest_worker/sweeper.py): a running stage holds a lease renewed while its worker

@@ -1,6 +1,8 @@
 """Qdrant adapter: collections per (model, dimension), tenant-filtered everything, deterministic ids.
 
-Every search, count and delete goes through `_scope`, which always carries the tenant filter.
+Every search, count and delete goes through `_scope`, which always carries the tenant filter; a
+search also always names the index version it reads (a tenant's active one), so a reindex writing
+its new version beside the active one never shows in, or mixes into, an answer.
 Local mode (`QdrantClient(path=...)`) is one process only and not thread-safe, so every call
 holds a lock. Server-only settings (payload index, `is_tenant`) are applied only with a URL.
 """
@@ -108,6 +110,12 @@ class VectorStore:
                         field_name=field,
                         field_schema=models.PayloadSchemaType.KEYWORD,
                     )
+                self._call(
+                    self.client.create_payload_index,
+                    name,
+                    field_name="index_version",
+                    field_schema=models.PayloadSchemaType.INTEGER,
+                )
         self._known.add(name)
 
     def upsert(
@@ -128,9 +136,12 @@ class VectorStore:
 
     @staticmethod
     def _scope(
-        tenant_id: str, *, must: Sequence[tuple[str, str]] = (), must_not: Sequence[tuple[str, str]] = ()
+        tenant_id: str,
+        *,
+        must: Sequence[tuple[str, str | int]] = (),
+        must_not: Sequence[tuple[str, str | int]] = (),
     ) -> Any:
-        def match(key: str, value: str) -> models.FieldCondition:
+        def match(key: str, value: str | int) -> models.FieldCondition:
             return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
         return models.Filter(
@@ -138,7 +149,7 @@ class VectorStore:
             must_not=[match(k, v) for k, v in must_not] or None,
         )
 
-    def count(self, name: str, tenant_id: str, **fields: str) -> int:
+    def count(self, name: str, tenant_id: str, **fields: str | int) -> int:
         if not self._call(self.client.collection_exists, name):
             return 0
         result = self._call(
@@ -149,28 +160,47 @@ class VectorStore:
         )
         return int(result.count)
 
-    def delete(self, name: str, tenant_id: str, *, keep_job_id: str | None = None, **fields: str) -> None:
-        """Delete the tenant's points matching `fields`, except those of `keep_job_id`."""
-        if not fields:
+    def delete(
+        self,
+        name: str,
+        tenant_id: str,
+        *,
+        keep_job_id: str | None = None,
+        keep_versions: Sequence[int] = (),
+        **fields: str | int,
+    ) -> None:
+        """Delete the tenant's points matching `fields`, except those of `keep_job_id` and those of
+        the index versions `keep_versions`."""
+        if not fields and not keep_versions:
             raise ValueError("refusing to delete every point of a tenant without a field to match")
         if not self._call(self.client.collection_exists, name):
             return
-        must_not = [("job_id", keep_job_id)] if keep_job_id else []
+        must_not: list[tuple[str, str | int]] = [("job_id", keep_job_id)] if keep_job_id else []
+        must_not.extend(("index_version", version) for version in keep_versions)
         selector = models.FilterSelector(
             filter=self._scope(tenant_id, must=list(fields.items()), must_not=must_not)
         )
         self._call(self.client.delete, name, points_selector=selector, wait=True)
 
     def search(
-        self, name: str, tenant_id: str, vector: Sequence[float], *, top_k: int, **fields: str
+        self,
+        name: str,
+        tenant_id: str,
+        vector: Sequence[float],
+        *,
+        index_version: int,
+        top_k: int,
+        **fields: str,
     ) -> list[Hit]:
+        """The tenant's points of `index_version` nearest to `vector`, best first."""
         if not self._call(self.client.collection_exists, name):
             return []
+        must: list[tuple[str, str | int]] = [("index_version", index_version), *fields.items()]
         result = self._call(
             self.client.query_points,
             name,
             query=list(vector),
-            query_filter=self._scope(tenant_id, must=list(fields.items())),
+            query_filter=self._scope(tenant_id, must=must),
             limit=top_k,
             with_payload=True,
         )

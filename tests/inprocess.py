@@ -63,7 +63,7 @@ def in_process_service(
         Publisher(broker),
         interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
     )
-    loop = MaintenanceLoop(resources.db, relay, settings)
+    loop = MaintenanceLoop(resources.db, relay, settings, lambda: resources.vectors)
     if maintenance:
         loop.start_thread()
     try:

@@ -1,4 +1,4 @@
-"""Administration (admin keys only): tenants, their limits and status, and API keys."""
+"""Administration (admin keys only): tenants, their limits, status and reindexes, and API keys."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.auth import admin_required
-from gateway.representations import dead_letter_body, job_body, key_body, tenant_body
+from gateway.representations import dead_letter_body, job_body, key_body, reindex_body, tenant_body
 from gateway.schemas import (
     ApiKeyListSchema,
     ApiKeySchema,
@@ -17,11 +17,14 @@ from gateway.schemas import (
     DeadLetterListSchema,
     JobSchema,
     LimitsSchema,
+    ReindexArgsSchema,
+    ReindexSchema,
     TenantCreateSchema,
     TenantListSchema,
     TenantSchema,
 )
 from gateway.services import services
+from shared import reindex as reindexes
 from shared.errors import ConflictError, NotFoundError
 from shared.models import ApiKey, DeadLetter, Job, Tenant, TenantStatus, utcnow
 from shared.operations import retry_job
@@ -171,3 +174,56 @@ def replay_job(job_id: str) -> Any:
         body = job_body(retry_job(session, job))
     svc.relay.publish_for_jobs([job_id])
     return body
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/reindex", methods=["POST"])
+@admin_required
+@blp.arguments(ReindexArgsSchema)
+@blp.response(202, ReindexSchema)
+def start_reindex(args: dict[str, Any], tenant_id: str) -> Any:
+    """Reindex the tenant into a new index version (or resume its running reindex); searches keep
+    using the active version until the service flips it. `dry_run` only says what would happen."""
+    svc = services()
+    options = {
+        "model": args.get("model"),
+        "dimension": args.get("dimension"),
+        "from_stage": args["from_stage"],
+    }
+    with svc.db.transaction() as session:
+        _tenant(session, tenant_id)
+        if args["dry_run"]:
+            return {
+                "tenant_id": tenant_id,
+                "plan": reindexes.plan(session, svc.settings, tenant_id, **options),
+            }
+        reindex, created = reindexes.start(session, svc.settings, tenant_id, **options)
+        # The jobs' outbox rows are published by the maintenance loop: bulk work is in no hurry.
+        return reindex_body(reindex, jobs_created=created)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/reindex", methods=["GET"])
+@admin_required
+@blp.response(200, ReindexSchema)
+def get_reindex(tenant_id: str) -> Any:
+    """The tenant's latest reindex, with its progress counted now while it runs."""
+    with services().db.transaction() as session:
+        _tenant(session, tenant_id)
+        reindex = reindexes.latest_reindex(session, tenant_id)
+        if reindex is None:
+            raise NotFoundError("The tenant was never reindexed.")
+        if reindex.status == "running":
+            now = reindexes.progress(session, reindex)
+            return reindex_body(
+                reindex, total=now.total, done=now.done, failed=now.failed, failures=now.failures
+            )
+        return reindex_body(reindex)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/reindex", methods=["DELETE"])
+@admin_required
+@blp.response(200, ReindexSchema)
+def cancel_reindex(tenant_id: str) -> Any:
+    """Cancel the tenant's running reindex: the active version stays, the new one's points go."""
+    with services().db.transaction() as session:
+        _tenant(session, tenant_id)
+        return reindex_body(reindexes.cancel(session, tenant_id))

@@ -1,4 +1,5 @@
-"""Semantic search over the caller's own chunks (the tenant filter is enforced in the vector store)."""
+"""Semantic search over the caller's own chunks (the tenant filter is enforced in the vector store),
+in the tenant's active index version, with the query embedded by that version's model."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from flask_smorest import Blueprint
 from gateway.auth import tenant_required
 from gateway.schemas import SearchArgsSchema, SearchResponseSchema
 from gateway.services import services
+from shared.models import Tenant
 
 blp = Blueprint("search", __name__, description="Search the tenant's documents")
 
@@ -22,13 +24,22 @@ def search(q: str, top_k: int, document_id: str | None = None) -> Any:
     """The chunks closest in meaning to `q`, best first, with their pages and documents."""
     svc = services()
     store = svc.vectors
-    embedder = svc.embedder
+    with svc.db.transaction() as session:
+        tenant = session.get(Tenant, g.caller.tenant_id)
+        assert tenant is not None
+        version, model, dimension = (
+            tenant.active_index_version,
+            tenant.active_embedding_model,
+            tenant.active_embedding_dim,
+        )
+    embedder = svc.embedders.get(model, dimension)
     filters = {"document_id": document_id} if document_id else {}
     vector = embedder.embed([q])[0]
     collection = store.collection(embedder.model_name, embedder.dimension)
-    hits = store.search(collection, g.caller.tenant_id, vector, top_k=top_k, **filters)
+    hits = store.search(collection, g.caller.tenant_id, vector, index_version=version, top_k=top_k, **filters)
     return {
         "query": q,
+        "index_version": version,
         "results": [
             {
                 "score": hit.score,
@@ -37,6 +48,7 @@ def search(q: str, top_k: int, document_id: str | None = None) -> Any:
                 "page_end": hit.payload.get("page_end"),
                 "chunk_index": hit.payload.get("chunk_index"),
                 "text": hit.payload.get("text"),
+                "index_version": hit.payload.get("index_version"),
             }
             for hit in hits
         ],

@@ -3,7 +3,8 @@
 Over the cap, a message goes back to its queue with a short delay and is skipped, without spending
 a retry, so one tenant's burst cannot hold every worker while another tenant waits. Slots live in
 Redis when Redis is the broker (shared by all workers) and in memory otherwise (one process).
-Every slot expires by itself, so one held by a killed worker comes back.
+Every slot expires by itself, so one held by a killed worker comes back. Bulk (reindex) messages
+share one pool of slots of their own, whatever their tenant.
 """
 
 from __future__ import annotations
@@ -30,6 +31,10 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[3]) then
 end
 return 0
 """
+
+
+# The slot pool of bulk messages (no tenant id has this form).
+BULK_OWNER = "~bulk"
 
 
 class SlotStore(Protocol):
@@ -85,24 +90,34 @@ class TenantConcurrency(Middleware):
     """Caps each tenant's messages in progress at `cap`; the rest wait a little and come back."""
 
     def __init__(
-        self, slots: SlotStore, *, cap: int, slot_ttl_ms: int, requeue_delay_ms: tuple[int, int]
+        self,
+        slots: SlotStore,
+        *,
+        cap: int,
+        slot_ttl_ms: int,
+        requeue_delay_ms: tuple[int, int],
+        bulk_cap: int = 0,
     ) -> None:
         self.slots = slots
         self.cap = cap
+        self.bulk_cap = bulk_cap
         self.slot_ttl_ms = slot_ttl_ms
         self.requeue_delay_ms = requeue_delay_ms
         self._held = threading.local()
 
     def before_process_message(self, broker: Broker, message: Any) -> None:
-        tenant_id = message.options.get("tenant_id")
-        if not tenant_id or self.cap <= 0:
+        if message.options.get("bulk"):
+            owner, cap = BULK_OWNER, self.bulk_cap
+        else:
+            owner, cap = message.options.get("tenant_id"), self.cap
+        if not owner or cap <= 0:
             return
         slot = uuid.uuid4().hex
-        if self.slots.acquire(tenant_id, slot, cap=self.cap, ttl_ms=self.slot_ttl_ms):
-            self._held.slot = (tenant_id, slot)
+        if self.slots.acquire(owner, slot, cap=cap, ttl_ms=self.slot_ttl_ms):
+            self._held.slot = (owner, slot)
             return
         delay = random.randint(*self.requeue_delay_ms)
-        logger.debug("tenant %s is at its cap of %s; %s back in %s ms", tenant_id, self.cap, message, delay)
+        logger.debug("%s is at its cap of %s; %s back in %s ms", owner, cap, message, delay)
         broker.enqueue(message._message.copy(), delay=delay)
         raise SkipMessage()
 

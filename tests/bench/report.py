@@ -1,5 +1,5 @@
-"""The benchmark results as Markdown: the machine, each stage alone, end to end, the upload's memory and
-fairness between tenants."""
+"""The benchmark results as Markdown: the machine, each stage alone, end to end, the upload's memory,
+fairness between tenants and an upload's latency during a reindex."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from tests.bench.fairness import GOAL_RATIO, Fairness
 from tests.bench.fairness import TABLE_HEADER as FAIRNESS_HEADER
 from tests.bench.fairness import table_row as fairness_row
 from tests.bench.pipeline import POLL_INTERVAL_S, EndToEnd
+from tests.bench.reindex_latency import TABLE_HEADER as REINDEX_HEADER
+from tests.bench.reindex_latency import ReindexLatency
+from tests.bench.reindex_latency import table_rows as reindex_rows
 from tests.bench.stages import Embedding, Extraction, Ocr
 from tests.bench.upload_memory import TABLE_HEADER, UploadMemory, table_row
 
@@ -40,6 +43,7 @@ class Results:
     embed_threads: int  # onnxruntime threads of the embedded process's embedder
     upload: UploadMemory
     fairness: Fairness
+    reindex: ReindexLatency
 
 
 def render(results: Results) -> str:
@@ -59,6 +63,7 @@ def render(results: Results) -> str:
         "as the broker with no consumer, the file sent by curl; the worker's resident memory sampled every "
         f"20 ms.\n\n{TABLE_HEADER}\n{table_row(results.upload)}",
         _fairness(results.fairness),
+        _reindex(results.reindex),
     ]
     return "\n\n".join(parts) + "\n"
 
@@ -231,3 +236,18 @@ def _fairness(result: Fairness) -> str:
                 f"queued, and {run.put_back} messages were fetched only to be put back."
             )
     return text + ("\n\n" + "\n".join(notes) if notes else "")
+
+
+def _reindex(result: ReindexLatency) -> str:
+    return (
+        "## An upload during a reindex\n\n"
+        "`tests/bench/reindex_latency.py`: the service wired as `make run` wires it (in-process broker, "
+        f"{result.worker_threads} worker threads, the offline embedder, SQLite, Qdrant local mode). Tenant A "
+        f"has {result.documents} documents of {result.pages} text pages; tenant B uploads one such document "
+        f"at a time, {len(result.idle_s)} times alone, then {len(result.during_s)} times while A's reindex "
+        "(every document re-embedded into a new index version) runs, and A uploads one of its own during "
+        f"it. At most {result.bulk_max_concurrency} reindex message(s) run at once "
+        f"(`INGEST_BULK_MAX_CONCURRENCY`), after any interactive one a worker holds. The reindex took "
+        f"{result.reindex_s:.1f} s. Latency: the upload request → its job's `finished_at`.\n\n"
+        f"{REINDEX_HEADER}\n{reindex_rows(result)}"
+    )

@@ -1,4 +1,5 @@
-"""`make bench`: the costly stages, whole documents end to end, the upload's memory and tenant fairness.
+"""`make bench`: the costly stages, whole documents end to end, the upload's memory, tenant fairness and
+an upload's latency during a reindex.
 
     python -m tests.bench.run [--out docs/bench.md] [--upload-mb 200] [--ocr-pages 3]
 
@@ -23,6 +24,7 @@ from tests.bench.documents import scanned_document, text_document
 from tests.bench.fairness import measure_fairness
 from tests.bench.machine import describe_machine
 from tests.bench.pipeline import embedded_service
+from tests.bench.reindex_latency import measure as measure_reindex_latency
 from tests.bench.report import Results, render
 from tests.bench.stages import measure_embedding, measure_extraction, measure_ocr
 from tests.bench.upload_memory import measure_upload_memory
@@ -68,6 +70,9 @@ def main() -> None:
         upload = measure_upload_memory(args.upload_mb)
         step("fairness between two tenants on the Redis broker")
         fairness = measure_fairness()
+        step("an upload's latency during a reindex")
+        (workdir / "reindex").mkdir()
+        reindex = measure_reindex_latency(workdir=workdir / "reindex")
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
@@ -87,6 +92,7 @@ def main() -> None:
         embed_threads=served.embed_threads,
         upload=upload,
         fairness=fairness,
+        reindex=reindex,
     )
     report = render(results)
     args.out.parent.mkdir(parents=True, exist_ok=True)
