@@ -12,11 +12,11 @@ from typing import Any
 import dramatiq
 from dramatiq.broker import Broker
 
-from ingest_worker import deletion, steps
+from ingest_worker import deletion, ocr_ranges, steps
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
-from shared.queue import actor_for, queue_for
+from shared.queue import actor_for, part_actor_for, queue_for
 
 get_broker()
 
@@ -67,15 +67,47 @@ def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
 WORK: dict[str, StageWork] = {
     "validate": steps.validate,
     "extract": steps.extract,
-    "ocr": steps.ocr,
+    "ocr": ocr_ranges.ocr,
     "chunk": steps.chunk,
     "embed": steps.embed,
     "index": steps.index,
     "finalize": steps.finalize,
     "delete": deletion.delete_document,
 }
-ACTORS = tuple(
-    _stage_actor(stage, work, lane) for lane in ("interactive", "backlog") for stage, work in WORK.items()
+
+
+def _range_actor(lane: str) -> Any:
+    """The actor that reads one page range of a large scan (see ocr_ranges.py); the OCR stage's
+    retries and time limit apply to each range."""
+    settings = get_settings()
+    policy, time_limit_ms = STAGE_POLICIES["ocr"]
+
+    def run(job_id: str, part: int) -> None:
+        ocr_ranges.run_range(
+            current(settings),
+            job_id,
+            part,
+            policy=STAGE_POLICIES["ocr"][0],
+            on_cancel=steps.delete_job_points,
+        )
+
+    run.__name__ = part_actor_for("ocr", lane)
+    run.__doc__ = f"Read one page range of a job's OCR ({lane} lane)."
+    return dramatiq.actor(
+        run,
+        actor_name=part_actor_for("ocr", lane),
+        queue_name=queue_for("ocr", lane),
+        priority=BACKLOG_PRIORITY if lane == "backlog" else 0,
+        max_retries=policy.max_retries,
+        min_backoff=policy.min_backoff_ms,
+        max_backoff=policy.max_backoff_ms,
+        time_limit=time_limit_ms,
+    )
+
+
+ACTORS = (
+    *(_stage_actor(stage, work, lane) for lane in ("interactive", "backlog") for stage, work in WORK.items()),
+    *(_range_actor(lane) for lane in ("interactive", "backlog")),
 )
 
 

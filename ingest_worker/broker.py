@@ -13,6 +13,7 @@ from dramatiq.middleware import (
     TimeLimit,
 )
 
+from ingest_worker.middleware.current_broker import CurrentBroker
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
@@ -32,6 +33,7 @@ def worker_middleware() -> list[dramatiq.Middleware]:
         ShutdownNotifications(),
         Callbacks(),
         CurrentMessage(),
+        CurrentBroker(),
         Pipelines(),
         Retries(),
         PipelineHalt(),

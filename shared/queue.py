@@ -64,6 +64,9 @@ QUEUE_FOR_STAGE: dict[str, str] = {
     else QUEUE_INGEST
     for stage in ACTOR_FOR_STAGE
 }
+# Stages that may run in parts, each part its own message on the stage's queue (a large scan's
+# OCR in page ranges, so several workers read one scan at once).
+PART_ACTOR_FOR_STAGE: dict[str, str] = {"ocr": "ocr_range"}
 # The value a stage actor returns to stop the rest of the pipeline (job final or cancelled).
 HALT = "halt"
 
@@ -90,6 +93,24 @@ def stage_message(
         args=(job_id,),
         kwargs={},
         options=options,
+    )
+
+
+def part_actor_for(stage: str, lane: str = "interactive") -> str:
+    return PART_ACTOR_FOR_STAGE[stage] + ("_backlog" if lane == "backlog" else "")
+
+
+def part_message(
+    job_id: str, stage: str, part: int, tenant_id: str | None = None, lane: str = "interactive"
+) -> dramatiq.Message[Any]:
+    """The message that runs one part of `stage` of `job_id` (not a pipeline: the last part to
+    finish hands the job on through the outbox)."""
+    return dramatiq.Message(
+        queue_name=queue_for(stage, lane),
+        actor_name=part_actor_for(stage, lane),
+        args=(job_id, part),
+        kwargs={},
+        options={"tenant_id": tenant_id} if tenant_id else {},
     )
 
 
@@ -164,6 +185,14 @@ class Publisher:
     ) -> None:
         try:
             job_pipeline(job_id, from_stage, self.broker, tenant_id, lane).run()
+        except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
+            raise BrokerUnavailableError() from exc
+
+    def publish_part(
+        self, job_id: str, stage: str, part: int, tenant_id: str | None = None, lane: str = "interactive"
+    ) -> None:
+        try:
+            self.broker.enqueue(part_message(job_id, stage, part, tenant_id, lane))
         except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
             raise BrokerUnavailableError() from exc
 
