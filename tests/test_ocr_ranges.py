@@ -3,15 +3,20 @@ deliveries; a range that fails permanently fails the job; concurrent finishers o
 
 from __future__ import annotations
 
+import io
+import signal
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 from sqlalchemy import select
 
 import ingest_worker.actors as actors
+from gateway.app import create_app
 from ingest_worker import ocr_ranges, steps
+from ingest_worker.maintenance import MaintenanceLoop
 from ingest_worker.ocr_ranges import run_range
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
@@ -20,10 +25,15 @@ from shared import stage_parts
 from shared.db import Database
 from shared.errors import InvalidPdfError
 from shared.models import Job, JobStage, OutboxMessage, StagePart, utcnow
+from shared.outbox import Relay
+from shared.queue import Publisher, make_broker
 from shared.settings import Settings
+from tests import test_recovery
+from tests.conftest import auth, tenant_key
 from tests.inprocess import create_document_job, in_process_service
 from tests.pdfs import scanned_pdf
 from tests.test_jobs import new_job
+from tests.test_recovery import kill_group, start_pool
 from tests.text_metrics import character_error_rate
 
 pytestmark = pytest.mark.slow
@@ -34,6 +44,8 @@ SCAN_PAGES = [
     f"Page {n}: the {WORDS[n % 10]} survey of sector {n * 7} was filed on time." for n in range(1, 21)
 ]
 OCR_POLICY = actors.STAGE_POLICIES["ocr"][0]
+# Worker processes on PostgreSQL and Redis, as the recovery tests run them.
+process_settings = test_recovery.process_settings
 
 
 def wait_for(predicate: Any, timeout_s: float, what: str) -> None:
@@ -184,3 +196,53 @@ def test_two_ranges_finishing_at_the_same_moment_hand_on_once(pg_db: Database) -
 def finish(db: Database, job_id: str, part: int) -> bool:
     with db.transaction() as session:
         return stage_parts.finish_part(session, job_id, "ocr", part, artifact_key=f"a{part}")
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+def test_a_range_whose_worker_is_killed_is_recovered(
+    process_settings: Settings, pg_db: Database, tmp_path: Path
+) -> None:
+    settings = process_settings
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    env = {
+        "SLOW_STAGE": "ocr_range",
+        "SLOW_STAGE_S": "60",
+        "SLOW_STAGE_MARKERS": str(markers),
+        "INGEST_OCR_RANGE_PAGES": "1",
+        "INGEST_OCR_DPI": "200",
+    }
+    app = create_app(settings, publisher=Publisher(make_broker(settings)))
+    key = tenant_key(app, "acme")
+    pools = {"ingest": ["ingest", "ocr"], "index": ["index"]}
+    running = {
+        name: start_pool(settings, queues, tmp_path / f"{name}.log", **env) for name, queues in pools.items()
+    }
+    loop = MaintenanceLoop(pg_db, Relay(pg_db.sessions, Publisher(make_broker(settings))), settings)
+    loop.start_thread()
+    try:
+        # Given a three-page scan whose OCR runs in ranges of one page, one range under way
+        body = io.BytesIO(scanned_pdf(SCAN_PAGES[:3], dpi=200))
+        job_id = (
+            app.test_client()
+            .post("/v1/documents", headers=auth(key), data={"file": (body, "s.pdf")})
+            .get_json()["job_id"]
+        )
+        wait_for(lambda: (markers / f"{job_id}-ocr_range").exists(), 60, "a range to start")
+        # When its worker is killed with SIGKILL, and a new one starts in its place
+        kill_group(running["ingest"])
+        running["ingest"] = start_pool(settings, pools["ingest"], tmp_path / "ingest.log", **env)
+        # Then the job completes, the killed range read a second time and the others once
+        wait_for(lambda: job_row(pg_db, job_id).status == "completed", 120, "the job to complete")
+        with pg_db.transaction() as session:
+            attempts = session.scalars(
+                select(StagePart.attempts).where(StagePart.job_id == job_id).order_by(StagePart.part)
+            ).all()
+        assert sorted(attempts) == [1, 1, 2]
+        assert job_row(pg_db, job_id).recoveries == 1
+        assert hand_offs_to(pg_db, job_id, "chunk") == 1
+    finally:
+        loop.stop()
+        for proc in running.values():
+            kill_group(proc, signal.SIGTERM)
