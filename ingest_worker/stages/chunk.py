@@ -40,7 +40,8 @@ _MAX_CHARS_PER_TOKEN = 32
 # A paragraph of its own that reads like a title: short, one line, no closing punctuation, not a footer.
 _HEADING_MAX_CHARS = 80
 _HEADING_MAX_WORDS = 12
-_NOT_HEADING_END = ".,;!?"
+# A line ending in a colon introduces what follows ("For example:"); it does not title it.
+_NOT_HEADING_END = ".,;:!?"
 _PAGE_FOOTER = re.compile(r"(?i)page\s+\d")
 
 TokenCounter = Callable[[str], int]

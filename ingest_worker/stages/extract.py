@@ -9,7 +9,7 @@ import numpy as np
 from pypdf import PageObject, PdfReader
 from pypdf.generic import ContentStream, DictionaryObject, IndirectObject
 
-from ingest_worker.stages.layout import structured_text
+from ingest_worker.stages.layout import drop_running_lines, structured_text
 from ingest_worker.stages.models import PageText
 from ingest_worker.stages.validate import open_pdf, pdf_errors
 
@@ -55,7 +55,10 @@ def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
                 chars < COVERED_PAGE_MIN_CHARS and image_coverage(reader, page) >= COVERED_FRACTION
             )
         pages.append(PageText(number=number, text=text, needs_ocr=needs_ocr))
-    return pages
+    texts = drop_running_lines([page.text for page in pages])
+    return [
+        PageText(number=p.number, text=t, needs_ocr=p.needs_ocr) for p, t in zip(pages, texts, strict=True)
+    ]
 
 
 def visible_chars(text: str) -> int:

@@ -11,15 +11,18 @@ between runs:
 - a vertical gap clearly larger than the page's usual line spacing, or a jump back up the page (the
   next column), starts a paragraph (a blank line);
 - a short line in a font clearly larger than the body text's, or in a bold face, is a heading and
-  stands alone as a paragraph; so does a table (two or more rows of at least two cells).
+  stands alone as a paragraph; so does a table (two or more rows of at least two cells);
+- a running head or foot (the same first or last line on several pages) is left out.
 
-Only whitespace changes, so the text itself, and its character error rate, are pypdf's.
+Apart from running heads and feet, only whitespace changes, so the text itself, and its character
+error rate, are pypdf's.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import re
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -37,6 +40,8 @@ SAME_LINE = 0.3
 HEADING_SCALE = 1.15
 HEADING_MAX_CHARS = 80
 HEADING_MAX_WORDS = 12
+# A first or last line of a page recurring on this many pages is a running head or foot.
+RUNNING_MIN_PAGES = 2
 _BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
 
 
@@ -70,6 +75,31 @@ def structured_text(page: PageObject) -> str:
         # pypdf built its text some other way (it may for some fonts): keep it as it is.
         return plain
     return _paragraphs(_lines(runs))
+
+
+def drop_running_lines(texts: list[str]) -> list[str]:
+    """The page texts without their running heads and feet: a first or last line, standing alone as
+    a paragraph, that recurs (page numbers aside) on at least RUNNING_MIN_PAGES pages. Page
+    furniture says nothing about the passage it sits on, and left in it would pass for a heading."""
+    firsts = [_digitless(t.split("\n\n", 1)[0]) if "\n\n" in t else None for t in texts]
+    lasts = [_digitless(t.rstrip().rsplit("\n\n", 1)[-1]) if "\n\n" in t.strip() else None for t in texts]
+    out = []
+    for text, first, last in zip(texts, firsts, lasts, strict=True):
+        if first is not None and "\n" not in first and firsts.count(first) >= RUNNING_MIN_PAGES:
+            text = text.split("\n\n", 1)[1]
+        if (
+            last is not None
+            and "\n" not in last
+            and lasts.count(last) >= RUNNING_MIN_PAGES
+            and "\n\n" in text
+        ):
+            text = text.rstrip().rsplit("\n\n", 1)[0] + "\n"
+        out.append(text)
+    return out
+
+
+def _digitless(block: str) -> str:
+    return re.sub(r"\d+", "#", block.strip())
 
 
 def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
+from ingest_worker.stages.layout import drop_running_lines
 from ingest_worker.stages.models import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
 from tests.pdfs import write_pdf
@@ -110,3 +111,20 @@ def test_a_table_over_the_window_is_split_between_rows_with_its_header_repeated(
     rows = [line for c in parts for line in c.text.split("\n")[1:]]
     assert rows == [row_text(r) for r in big[1:]]
     assert {c.heading for c in parts} == {"Harbour dues"}
+
+
+def test_a_running_head_is_not_taken_for_a_heading() -> None:
+    # Given pages that each open with the same running head (its page number aside) and a real heading
+    bodies = {1: "Pilots board at the buoy.", 2: "Dues follow the tonnage.", 3: "Berths are assigned daily."}
+    texts = [f"Harbour manual, page {n}\n\n{n} Section {n}\n\n{body}\n" for n, body in bodies.items()]
+    # When running lines are dropped
+    kept = drop_running_lines(texts)
+    # Then the running head is gone, and each chunk's section is its page's real heading
+    assert kept[1] == "2 Section 2\n\nDues follow the tonnage.\n"
+    chunks = chunk_pages(
+        [PageText(number=n, text=t, needs_ocr=False) for n, t in enumerate(kept, start=1)],
+        max_tokens=MAX_TOKENS,
+        overlap_tokens=OVERLAP_TOKENS,
+        count_tokens=count_tokens,
+    )
+    assert [(c.page_start, c.heading) for c in chunks] == [(n, f"{n} Section {n}") for n in (1, 2, 3)]
