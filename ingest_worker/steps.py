@@ -33,8 +33,8 @@ from shared.jobs import JobSnapshot
 from shared.models import Document, Job, Tenant
 from shared.vectorstore import point_id
 
-EXTRACTOR_VERSION = "pypdf-1"
-CHUNKER_VERSION = "recursive-1"
+EXTRACTOR_VERSION = "pypdf-layout-2"
+CHUNKER_VERSION = "recursive-tables-2"
 
 
 def artifact_key(job_id: str, name: str) -> str:
