@@ -21,7 +21,7 @@ from ingest_worker.ocr_ranges import run_range
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from ingest_worker.stages.models import pages_from_json
-from shared import stage_parts
+from shared import operations, stage_parts
 from shared.db import Database
 from shared.errors import InvalidPdfError
 from shared.models import Job, JobStage, OutboxMessage, StagePart, utcnow
@@ -246,3 +246,28 @@ def test_a_range_whose_worker_is_killed_is_recovered(
         loop.stop()
         for proc in running.values():
             kill_group(proc, signal.SIGTERM)
+
+
+def test_a_cancel_is_seen_by_each_range(settings: Settings) -> None:
+    # Given a three-page scan fanned out in ranges of one page, the first range read
+    settings = settings.replace(ocr_range_pages=1, ocr_dpi=200)
+    with in_process_service(settings, worker=False) as service:
+        res = service.resources
+        _, job_id = create_document_job(res, scanned_pdf(SCAN_PAGES[:3], dpi=200))
+        through_extract(res, job_id)
+        run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        # When the client cancels the job, and the next ranges are delivered
+        with res.db.transaction() as session:
+            job = session.get(Job, job_id)
+            assert job is not None
+            operations.cancel_job(session, job)
+        for part in (1, 2):
+            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        # Then the job is cancelled, those ranges were not read and nothing was handed on
+        assert job_row(res.db, job_id).status == "cancelled"
+        with res.db.transaction() as session:
+            attempts = session.scalars(
+                select(StagePart.attempts).where(StagePart.job_id == job_id).order_by(StagePart.part)
+            ).all()
+        assert attempts == [1, 0, 0]
+        assert hand_offs_to(res.db, job_id, "chunk") == 0
