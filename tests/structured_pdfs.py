@@ -79,3 +79,19 @@ def _table(pdf: canvas.Canvas, rows: Sequence[Sequence[str]], y: float) -> float
             x += width
         y -= ROW_PT
     return y
+
+
+def side_by_side_pdf(left: Sequence[str], right: Sequence[str]) -> bytes:
+    """Two columns of prose drawn line by line across the page (left line, then right line), as some
+    tools write them: runs side by side on one baseline that are not table cells."""
+    buffer = io.BytesIO()
+    pdf = canvas.Canvas(buffer, pagesize=A4, invariant=1, pageCompression=1)
+    pdf.setFont(BODY_FONT, BODY_SIZE_PT)
+    y = A4[1] - MARGIN_PT
+    for left_line, right_line in zip(left, right, strict=True):
+        pdf.drawString(MARGIN_PT, y, left_line)
+        pdf.drawString(A4[0] / 2 + 10, y, right_line)
+        y -= LEADING_PT
+    pdf.showPage()
+    pdf.save()
+    return buffer.getvalue()

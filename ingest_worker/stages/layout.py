@@ -40,6 +40,8 @@ SAME_LINE = 0.3
 HEADING_SCALE = 1.15
 HEADING_MAX_CHARS = 80
 HEADING_MAX_WORDS = 12
+# Table cells are short: side-by-side runs averaging more than this are columns of prose.
+TABLE_MEAN_CELL_CHARS = 32
 # A first or last line of a page recurring on this many pages is a running head or foot.
 RUNNING_MIN_PAGES = 2
 _BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
@@ -58,7 +60,10 @@ class _Line:
 
     @property
     def is_row(self) -> bool:
-        return sum(1 for cell in self.cells if cell.strip()) >= 2
+        cells = [cell.strip() for cell in self.cells if cell.strip()]
+        # Two columns of prose drawn line by line also put runs side by side on one baseline; their
+        # "cells" are whole lines of text, far longer than a table's.
+        return len(cells) >= 2 and sum(map(len, cells)) / len(cells) <= TABLE_MEAN_CELL_CHARS
 
 
 def structured_text(page: PageObject) -> str:

@@ -11,7 +11,7 @@ from ingest_worker.stages.models import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
 from tests.pdfs import write_pdf
 from tests.stages.test_chunk import count_tokens
-from tests.structured_pdfs import Section, report_pdf
+from tests.structured_pdfs import Section, report_pdf, side_by_side_pdf
 from tests.text_metrics import squash_whitespace
 
 MAX_TOKENS = 96
@@ -128,3 +128,13 @@ def test_a_running_head_is_not_taken_for_a_heading() -> None:
         count_tokens=count_tokens,
     )
     assert [(c.page_start, c.heading) for c in chunks] == [(n, f"{n} Section {n}") for n in (1, 2, 3)]
+
+
+def test_prose_columns_drawn_line_by_line_are_not_a_table(tmp_path: Path) -> None:
+    # Given two columns of prose whose lines are drawn side by side on shared baselines
+    left = ["The left column tells one story and its lines", "run down the page at a steady pace"] * 4
+    right = ["while the right column tells another story", "that readers follow on their own"] * 4
+    (page,) = extract_pages(write_pdf(tmp_path, side_by_side_pdf(left, right)), min_chars=20)
+    # Then no table is made of them: no tabs, every word kept
+    assert "\t" not in page.text
+    assert squash_whitespace(page.text) == " ".join(f"{a} {b}" for a, b in zip(left, right, strict=True))
