@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import dramatiq
 import pytest
 from sqlalchemy import select
 
@@ -23,7 +24,7 @@ from ingest_worker.runner import run_stage
 from ingest_worker.stages.models import pages_from_json
 from shared import operations, stage_parts
 from shared.db import Database
-from shared.errors import InvalidPdfError
+from shared.errors import InvalidPdfError, OcrFailedError
 from shared.models import Job, JobStage, OutboxMessage, StagePart, utcnow
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
@@ -271,3 +272,37 @@ def test_a_cancel_is_seen_by_each_range(settings: Settings) -> None:
             ).all()
         assert attempts == [1, 0, 0]
         assert hand_offs_to(res.db, job_id, "chunk") == 0
+
+
+def test_a_range_that_fails_transiently_is_retried_and_the_job_resumes(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a two-page scan fanned out in ranges of one page
+    settings = settings.replace(ocr_range_pages=1, ocr_dpi=200)
+    with in_process_service(settings, worker=False) as service:
+        res = service.resources
+        _, job_id = create_document_job(res, scanned_pdf(SCAN_PAGES[:2], dpi=200))
+        through_extract(res, job_id)
+        real_read = ocr_ranges.read_pages
+
+        def flaky(*args: Any, **kwargs: Any) -> dict[int, str]:
+            raise OcrFailedError()
+
+        # When the first range's OCR fails with a transient error
+        monkeypatch.setattr(ocr_ranges, "read_pages", flaky)
+        with pytest.raises(dramatiq.Retry):
+            run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        # Then the job is retrying with that error's code and the range is given back
+        job = job_row(res.db, job_id)
+        assert (job.status, job.error_code) == ("retrying", "ocr_failed")
+        # And when the retry and the other range succeed, the job runs on and is handed on once
+        monkeypatch.setattr(ocr_ranges, "read_pages", real_read)
+        for part in (0, 1):
+            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        assert job_row(res.db, job_id).status == "running"
+        assert hand_offs_to(res.db, job_id, "chunk") == 1
+        with res.db.transaction() as session:
+            attempts = session.scalars(
+                select(StagePart.attempts).where(StagePart.job_id == job_id).order_by(StagePart.part)
+            ).all()
+        assert attempts == [2, 1]
