@@ -18,6 +18,7 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared import jobs
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
 from shared.models import Job, JobStatus, OutboxMessage, utcnow
@@ -166,5 +167,8 @@ class Relay:
             session.execute(
                 update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow())
             )
+            # A running job's next message is in the broker now: the sweeper must not take it for a
+            # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
+            jobs.record_hand_off(session, job_id)
         logger.debug("published job %s from stage %s (outbox row %s)", job_id, stage, row_id)
         return True
