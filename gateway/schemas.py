@@ -134,6 +134,7 @@ class SearchHitSchema(Schema):
     page_start = fields.Integer()
     page_end = fields.Integer()
     chunk_index = fields.Integer()
+    section = fields.String(allow_none=True)
     text = fields.String()
     index_version = fields.Integer()
 

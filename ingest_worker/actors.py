@@ -12,11 +12,11 @@ from typing import Any
 import dramatiq
 from dramatiq.broker import Broker
 
-from ingest_worker import deletion, steps, webhooks
+from ingest_worker import deletion, ocr_ranges, steps, webhooks
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
-from shared.queue import LANES, actor_for, queue_for
+from shared.queue import LANES, actor_for, part_actor_for, queue_for
 
 get_broker()
 
@@ -24,6 +24,8 @@ SECOND_MS = 1000
 BACKLOG_PRIORITY = 100
 # Reindex work comes after everything else a worker has prefetched.
 BULK_PRIORITY = 200
+# Workers take a prefetched interactive message before any backlog one, and those before bulk.
+LANE_PRIORITY = {"backlog": BACKLOG_PRIORITY, "bulk": BULK_PRIORITY}
 MINUTE_MS = 60 * SECOND_MS
 
 # stage: (retries, backoff floor, backoff cap, Dramatiq time limit). The OCR stage's limit is
@@ -57,8 +59,7 @@ def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
         run,
         actor_name=actor_for(stage, lane),
         queue_name=queue_for(stage, lane),
-        # Workers take a prefetched interactive message before any backlog one, and those before bulk.
-        priority={"backlog": BACKLOG_PRIORITY, "bulk": BULK_PRIORITY}.get(lane, 0),
+        priority=LANE_PRIORITY.get(lane, 0),
         max_retries=policy.max_retries,
         min_backoff=policy.min_backoff_ms,
         max_backoff=policy.max_backoff_ms,
@@ -69,13 +70,44 @@ def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
 WORK: dict[str, StageWork] = {
     "validate": steps.validate,
     "extract": steps.extract,
-    "ocr": steps.ocr,
+    "ocr": ocr_ranges.ocr,
     "chunk": steps.chunk,
     "embed": steps.embed,
     "index": steps.index,
     "finalize": steps.finalize,
     "delete": deletion.delete_document,
 }
+
+
+def _range_actor(lane: str) -> Any:
+    """The actor that reads one page range of a large scan (see ocr_ranges.py); the OCR stage's
+    retries and time limit apply to each range."""
+    settings = get_settings()
+    policy, time_limit_ms = STAGE_POLICIES["ocr"]
+
+    def run(job_id: str, part: int) -> None:
+        ocr_ranges.run_range(
+            current(settings),
+            job_id,
+            part,
+            policy=STAGE_POLICIES["ocr"][0],
+            on_cancel=steps.delete_job_points,
+        )
+
+    run.__name__ = part_actor_for("ocr", lane)
+    run.__doc__ = f"Read one page range of a job's OCR ({lane} lane)."
+    return dramatiq.actor(
+        run,
+        actor_name=part_actor_for("ocr", lane),
+        queue_name=queue_for("ocr", lane),
+        priority=LANE_PRIORITY.get(lane, 0),
+        max_retries=policy.max_retries,
+        min_backoff=policy.min_backoff_ms,
+        max_backoff=policy.max_backoff_ms,
+        time_limit=time_limit_ms,
+    )
+
+
 ACTORS = (
     *(
         _stage_actor(stage, work, lane)
@@ -83,6 +115,7 @@ ACTORS = (
         for stage, work in WORK.items()
         if not (lane == "bulk" and stage == "delete")
     ),
+    *(_range_actor(lane) for lane in LANES),
     webhooks.deliver_webhook,
 )
 

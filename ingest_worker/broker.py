@@ -15,6 +15,7 @@ from dramatiq.middleware import (
     TimeLimit,
 )
 
+from ingest_worker.middleware.current_broker import CurrentBroker
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.log_context import LogContext
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
@@ -41,6 +42,7 @@ def worker_middleware(metrics_port: int = 0) -> list[dramatiq.Middleware]:
         ShutdownNotifications(),
         Callbacks(),
         CurrentMessage(),
+        CurrentBroker(),
         Pipelines(),
         Retries(),
         PipelineHalt(),

@@ -48,6 +48,8 @@ class StageResult:
 
     fields: dict[str, Any] = field(default_factory=dict)
     artifact_key: str | None = None
+    # The stage goes on in parts, each its own message; the last part finishes it and hands on.
+    in_parts: bool = False
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ def _current_retries() -> int:
     return int(message.options.get("retries", 0)) if message is not None else 0
 
 
-def _stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
+def stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
     """Why a job that is still active must not start its next stage, if it must not."""
     tenant = session.get(Tenant, job.tenant_id)
     if tenant is not None and tenant.status == TenantStatus.SUSPENDED.value:
@@ -147,7 +149,7 @@ def run_stage(
         if cancelled:
             jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
         else:
-            reason = _stop_reason(session, job, res.settings)
+            reason = stop_reason(session, job, res.settings)
             if reason is not None:
                 jobs.transition(
                     session,
@@ -175,44 +177,51 @@ def run_stage(
         with _lease(res, job_id, stage):
             result = work(res, snapshot)
     except JobCancelledError:
-        _cancel(res, job_id, on_cancel)
+        cancel(res, job_id, on_cancel)
         return HALT
     except PermanentError as exc:
         logger.info("job %s failed in %s: %s", job_id, stage, exc.code)
-        _end(res, job_id, S.FAILED, exc)
+        end(res, job_id, S.FAILED, exc)
         return HALT
     except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
-        error = classify(exc)
-        retries = _current_retries()
-        if retries >= policy.max_retries:
-            logger.error(
-                "job %s: %s failed on its last attempt (%s)", job_id, stage, error.code, exc_info=True
-            )
-            _dead_letter(res, job_id, stage, error, retries)
-            return HALT
-        delay = backoff_ms(
-            retries,
-            min_ms=policy.min_backoff_ms,
-            max_ms=policy.max_backoff_ms,
-            retry_after_s=getattr(error, "retry_after_s", None),
-        )
-        logger.warning(
-            "job %s: %s failed (%s); retry %s in %s ms",
-            job_id,
-            stage,
-            error.code,
-            retries + 1,
-            delay,
-            exc_info=True,
-        )
-        _mark_retrying(res, job_id, error)
-        raise dramatiq.Retry(error.code, delay=delay) from exc
+        return retry_or_dead_letter(res, job_id, stage, exc, policy)
 
+    if result.in_parts:
+        return HALT
     with res.db.transaction() as session:
         jobs.finish_stage(session, job_id, stage, artifact_key=result.artifact_key, **result.fields)
         if stage == pipeline_of_stage(stage)[-1]:
             _complete(session, job_id)
     return None
+
+
+def retry_or_dead_letter(
+    res: Resources, job_id: str, stage: str, exc: BaseException, policy: RetryPolicy
+) -> str:
+    """A transient failure: raise `dramatiq.Retry` with backoff, or dead-letter on the last attempt."""
+    error = classify(exc)
+    retries = _current_retries()
+    if retries >= policy.max_retries:
+        logger.error("job %s: %s failed on its last attempt (%s)", job_id, stage, error.code, exc_info=exc)
+        _dead_letter(res, job_id, stage, error, retries)
+        return HALT
+    delay = backoff_ms(
+        retries,
+        min_ms=policy.min_backoff_ms,
+        max_ms=policy.max_backoff_ms,
+        retry_after_s=getattr(error, "retry_after_s", None),
+    )
+    logger.warning(
+        "job %s: %s failed (%s); retry %s in %s ms",
+        job_id,
+        stage,
+        error.code,
+        retries + 1,
+        delay,
+        exc_info=exc,
+    )
+    _mark_retrying(res, job_id, error)
+    raise dramatiq.Retry(error.code, delay=delay) from exc
 
 
 def classify(exc: BaseException) -> IngestError:
@@ -241,13 +250,13 @@ def _complete(session: Any, job_id: str) -> None:
         jobs.transition(session, job_id, S.COMPLETED, expected=[S.CANCEL_REQUESTED], progress=100)
 
 
-def _cancel(res: Resources, job_id: str, on_cancel: CancelCleanup) -> None:
+def cancel(res: Resources, job_id: str, on_cancel: CancelCleanup) -> None:
     with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
         jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
     on_cancel(res, job_id)
 
 
-def _end(res: Resources, job_id: str, to: JobStatus, error: IngestError) -> None:
+def end(res: Resources, job_id: str, to: JobStatus, error: IngestError) -> None:
     with res.db.transaction() as session:
         try:
             jobs.transition(

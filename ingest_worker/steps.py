@@ -12,9 +12,7 @@ import io
 import os
 import tempfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from functools import partial
 
 import numpy as np
 
@@ -31,7 +29,6 @@ from ingest_worker.stages.models import (
     pages_to_json,
 )
 from ingest_worker.stages.normalize import normalize_text
-from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
 from shared.errors import DocumentDeletedError, NoTextError, PointCountMismatchError
@@ -39,10 +36,6 @@ from shared.jobs import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
 from shared.vectorstore import point_id
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
-
-# Pages per OCR child call: small enough that a cancel is seen soon and that two children share a
-# scan's pages evenly, large enough that the per-call cost (a few ms) stays negligible.
-OCR_PAGES_PER_CALL = 4
 
 
 def artifact_key(job_id: str, name: str) -> str:
@@ -58,10 +51,10 @@ def _input(res: Resources, job: JobSnapshot, stage: str, name: str) -> bytes:
 
 
 @contextmanager
-def _original(res: Resources, job: JobSnapshot) -> Iterator[str]:
+def original(res: Resources, document_id: str) -> Iterator[str]:
     """The uploaded PDF as a local temporary file."""
     with res.db.transaction() as session:
-        document = session.get(Document, job.document_id)
+        document = session.get(Document, document_id)
         assert document is not None
         key = document.object_key
     fd, path = tempfile.mkstemp(suffix=".pdf")
@@ -81,7 +74,7 @@ def _max_pages(res: Resources, job: JobSnapshot) -> int:
 
 
 def validate(res: Resources, job: JobSnapshot) -> StageResult:
-    with _original(res, job) as path:
+    with original(res, job.document_id) as path:
         # Parsing runs in a child process with its own time and memory limits (see isolation.py).
         report = run_isolated(
             validate_pdf,
@@ -98,7 +91,7 @@ def validate(res: Resources, job: JobSnapshot) -> StageResult:
 
 
 def extract(res: Resources, job: JobSnapshot) -> StageResult:
-    with _original(res, job) as path:
+    with original(res, job.document_id) as path:
         pages = run_isolated(
             extract_pages,
             path,
@@ -112,47 +105,6 @@ def extract(res: Resources, job: JobSnapshot) -> StageResult:
         fields={"ocr_pages": sum(p.needs_ocr for p in pages), "extractor_version": EXTRACTOR_VERSION},
         artifact_key=key,
     )
-
-
-def ocr(res: Resources, job: JobSnapshot) -> StageResult:
-    """OCR the pages without a text layer, a few pages per child process, `ocr_parallelism` children
-    at once (tesseract uses one core each), checking for a cancel between groups of pages."""
-    pages = pages_from_json(_input(res, job, "extract", "pages.json"))
-    wanted = [p.number for p in pages if p.needs_ocr]
-    if wanted:
-        settings = res.settings
-        groups = [wanted[i : i + OCR_PAGES_PER_CALL] for i in range(0, len(wanted), OCR_PAGES_PER_CALL)]
-        texts: dict[int, str] = {}
-        with _original(res, job) as path, ThreadPoolExecutor(max(1, settings.ocr_parallelism)) as pool:
-
-            def read(group: list[int]) -> dict[int, str]:
-                check_not_cancelled(res, job.id)
-                # Opening and rendering get the parse budget; each page adds tesseract's own.
-                return run_isolated(
-                    partial(
-                        ocr_pages,
-                        path,
-                        group,
-                        dpi=settings.ocr_dpi,
-                        languages=settings.ocr_languages,
-                        timeout_s=settings.ocr_timeout_s,
-                    ),
-                    timeout_s=settings.parse_timeout_s + settings.ocr_timeout_s * len(group),
-                    memory_mb=settings.parse_memory_mb,
-                )
-
-            for result in pool.map(read, groups):
-                texts.update(result)
-        metrics.OCR_PAGES.inc(len(texts))
-        pages = [
-            PageText(number=p.number, text=texts.get(p.number, ""), needs_ocr=False, source="ocr")
-            if p.number in texts
-            else p
-            for p in pages
-        ]
-    key = artifact_key(job.id, "pages-final.json")
-    res.storage.put_bytes(key, pages_to_json(pages))
-    return StageResult(artifact_key=key)
 
 
 def chunk(res: Resources, job: JobSnapshot) -> StageResult:

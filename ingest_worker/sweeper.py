@@ -7,10 +7,12 @@ A job is resumed from its first unfinished stage (through the outbox) when
 - the broker lost what it held (a Redis flushed or restarted without persistence), seen as a
   changed broker epoch: every job waiting for a message is published again;
 - as a last safety net, it waited for a message for `requeue_after_s` without any progress.
-The first two count as recoveries, and past `max_recoveries` the job is dead-lettered with
-`worker_lost`; re-publishing after a broker loss is not the job's fault and is not counted. Rows
-are claimed with a compare-and-set on `updated_at` (and `SKIP LOCKED` on PostgreSQL), so two
-sweepers never resume the same job twice.
+A part of a stage (a page range of a large scan's OCR) whose lease expired is given back and its
+message published again; the job's other parts carry on. The first two, and lost parts, count as
+recoveries, and past `max_recoveries` the job is dead-lettered with `worker_lost`; re-publishing
+after a broker loss is not the job's fault and is not counted. Rows are claimed with a
+compare-and-set on `updated_at` (and `SKIP LOCKED` on PostgreSQL), so two sweepers never resume the
+same job twice.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import and_, exists, or_, select
 
-from shared import jobs, outbox
+from shared import jobs, outbox, stage_parts
 from shared.db import Database
 from shared.models import Job, JobStatus, OutboxMessage, utcnow
 from shared.settings import Settings
@@ -110,7 +112,35 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
             outbox.add_message(session, job.id, jobs.resume_stage(session, job))
             logger.warning("job %s (%s, stage %s) resumed by the sweeper", job.id, job.status, job.stage)
             resumed += 1
-    return resumed
+    return resumed + _recover_parts(db, settings)
+
+
+def _recover_parts(db: Database, settings: Settings) -> int:
+    """Give back the parts whose worker was lost and publish them again (or dead-letter the job)."""
+    recovered = 0
+    with db.transaction() as session:
+        for part in stage_parts.expired_parts(session, limit=BATCH):
+            job = session.get(Job, part.job_id)
+            if not stage_parts.requeue_expired(session, part):
+                continue
+            if job is None or job.status not in (S.RUNNING.value, S.RETRYING.value, S.CANCEL_REQUESTED.value):
+                continue
+            if job.recoveries >= settings.max_recoveries:
+                jobs.transition(
+                    session,
+                    job.id,
+                    S.DEAD_LETTERED,
+                    expected=[S(job.status)],
+                    error_code="worker_lost",
+                    error_message="The job's worker was lost too many times.",
+                )
+                logger.error("job %s dead-lettered after %s recoveries", job.id, job.recoveries)
+                continue
+            jobs.count_recovery(session, job.id)
+            outbox.add_message(session, job.id, part.stage, part=part.part)
+            logger.warning("job %s: part %s of %s given back by the sweeper", job.id, part.part, part.stage)
+            recovered += 1
+    return recovered
 
 
 def _is_lost_worker_or_hand_off(job: Job, now: Any, settings: Settings) -> bool:

@@ -295,6 +295,27 @@ def record_hand_off(session: Session, job_id: str) -> None:
     )
 
 
+def await_parts(session: Session, job_id: str) -> None:
+    """The job's current stage goes on in parts with leases of their own: the job's lease is let go
+    and the parts' messages count as its hand-off (not a transition: no `seq`, no event)."""
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.status == S.RUNNING.value)
+        .values(lease_expires_at=None, handed_on_at=utcnow())
+        .execution_options(synchronize_session=False)
+    )
+
+
+def count_recovery(session: Session, job_id: str) -> None:
+    """One more recovery of the job (a lost part of a stage given back); the status is unchanged."""
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id)
+        .values(recoveries=Job.recoveries + 1)
+        .execution_options(synchronize_session=False)
+    )
+
+
 def mark_recovered(
     session: Session, job_id: str, *, expected_updated_at: datetime, counted: bool = True
 ) -> bool:

@@ -79,6 +79,7 @@ class ReindexStatus(StrEnum):
 
 
 class StageStatus(StrEnum):
+    QUEUED = "queued"
     RUNNING = "running"
     DONE = "done"
     FAILED = "failed"
@@ -202,6 +203,28 @@ class JobStage(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
     artifact_key: Mapped[str | None] = mapped_column(String(255))
+    # A stage run in parts (the page ranges of a large scan's OCR): how many there are and how many
+    # have finished; the part whose increment reaches `parts` is the last and hands the job on.
+    parts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    parts_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+
+
+class StagePart(Base):
+    """One part of a stage that runs as several messages at once (a page range of a scan's OCR)."""
+
+    __tablename__ = "stage_parts"
+
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), primary_key=True)
+    stage: Mapped[str] = mapped_column(String(20), primary_key=True)
+    part: Mapped[int] = mapped_column(Integer, primary_key=True)
+    # The page numbers this part covers.
+    pages: Mapped[list[int]] = mapped_column(JSON)
+    status: Mapped[str] = mapped_column(String(20), default=StageStatus.QUEUED.value)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # Set while a worker runs the part, renewed while it lives (the job's own lease stays free).
+    lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime)
+    artifact_key: Mapped[str | None] = mapped_column(String(255))
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class JobEvent(Base):
@@ -225,6 +248,8 @@ class OutboxMessage(Base):
     job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
     # The pipeline is published from this stage onwards.
     stage: Mapped[str] = mapped_column(String(20))
+    # Set for one part of a stage run in parts: only that part's message is published.
+    part: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     # Not before this time: a claim or a failed publish pushes it forward.
     available_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

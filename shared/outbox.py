@@ -18,6 +18,7 @@ from datetime import timedelta
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session, sessionmaker
 
+from shared import jobs
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
 from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
@@ -32,9 +33,10 @@ ACTIVE_STATUSES = [
 MAX_BACKOFF_S = 60
 
 
-def add_message(session: Session, job_id: str, stage: str) -> OutboxMessage:
-    """Queue the job's pipeline from `stage` for publishing, in the caller's transaction."""
-    row = OutboxMessage(job_id=job_id, stage=stage)
+def add_message(session: Session, job_id: str, stage: str, *, part: int | None = None) -> OutboxMessage:
+    """Queue the job's pipeline from `stage` (or, with `part`, that one part of the stage) for
+    publishing, in the caller's transaction."""
+    row = OutboxMessage(job_id=job_id, stage=stage, part=part)
     session.add(row)
     session.flush()
     return row
@@ -102,7 +104,7 @@ class Relay:
                 break
         return published
 
-    def _claim(self, row_id: int) -> tuple[str, str, int, str | None, str] | None:
+    def _claim(self, row_id: int) -> tuple[str, str, int | None, int, str | None, str] | None:
         now = utcnow()
         with transaction(self.sessions) as session:
             row = session.execute(
@@ -113,14 +115,16 @@ class Relay:
                     OutboxMessage.available_at <= now,
                 )
                 .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
-                .returning(OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.attempts)
+                .returning(
+                    OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.part, OutboxMessage.attempts
+                )
             ).first()
             if row is None:
                 return None
             job = session.get(Job, row[0])
             if job is None:
-                return row[0], row[1], row[2], None, "interactive"
-            return row[0], row[1], row[2], job.tenant_id, self._lane(session, job)
+                return row[0], row[1], row[2], row[3], None, "interactive"
+            return row[0], row[1], row[2], row[3], job.tenant_id, self._lane(session, job)
 
     def _lane(self, session: Session, job: Job) -> str:
         """`bulk` for a reindex job; `backlog` for a job that has enough older unfinished jobs of its
@@ -146,9 +150,12 @@ class Relay:
         claimed = self._claim(row_id)
         if claimed is None:
             return False
-        job_id, stage, attempts, tenant_id, lane = claimed
+        job_id, stage, part, attempts, tenant_id, lane = claimed
         try:
-            self.publisher.publish(job_id, stage, tenant_id, lane)
+            if part is None:
+                self.publisher.publish(job_id, stage, tenant_id, lane)
+            else:
+                self.publisher.publish_part(job_id, stage, part, tenant_id, lane)
         except BrokerUnavailableError as exc:
             backoff = min(MAX_BACKOFF_S, 2 ** min(attempts, 6))
             self._quiet_until = time.monotonic() + min(backoff, 5)
@@ -164,5 +171,8 @@ class Relay:
             session.execute(
                 update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow())
             )
+            # A running job's next message is in the broker now: the sweeper must not take it for a
+            # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
+            jobs.record_hand_off(session, job_id)
         logger.debug("published job %s from stage %s (outbox row %s)", job_id, stage, row_id)
         return True

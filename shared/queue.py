@@ -72,6 +72,9 @@ QUEUE_FOR_STAGE: dict[str, str] = {
 }
 # Delivers one webhook (a `webhook_deliveries` row) on the webhooks queue.
 WEBHOOK_ACTOR = "deliver_webhook"
+# Stages that may run in parts, each part its own message on the stage's queue (a large scan's
+# OCR in page ranges, so several workers read one scan at once).
+PART_ACTOR_FOR_STAGE: dict[str, str] = {"ocr": "ocr_range"}
 # The value a stage actor returns to stop the rest of the pipeline (job final or cancelled).
 HALT = "halt"
 
@@ -86,18 +89,20 @@ def actor_for(stage: str, lane: str = "interactive") -> str:
     return ACTOR_FOR_STAGE[stage] + ("" if lane == "interactive" else f"_{lane}")
 
 
+def lane_options(tenant_id: str | None, lane: str) -> dict[str, Any]:
+    """The tenant id rides in a message's options for the per-tenant concurrency cap, which must not
+    need a database read to decide. Bulk messages take no tenant slot (a tenant's reindex must not
+    hold back its own uploads): the bulk lane has a cap of its own."""
+    if lane == "bulk":
+        return {"bulk": True}
+    return {"tenant_id": tenant_id} if tenant_id else {}
+
+
 def stage_message(
     job_id: str, stage: str, tenant_id: str | None = None, lane: str = "interactive"
 ) -> dramatiq.Message[Any]:
-    """The message that runs `stage` of `job_id` in `lane`; the tenant id rides in the options for
-    the per-tenant concurrency cap, which must not need a database read to decide. Bulk messages
-    take no tenant slot (a tenant's reindex must not hold back its own uploads): the bulk lane has
-    a cap of its own."""
-    options: dict[str, Any] = {"pipe_ignore": True}
-    if lane == "bulk":
-        options["bulk"] = True
-    elif tenant_id:
-        options["tenant_id"] = tenant_id
+    """The message that runs `stage` of `job_id` in `lane`."""
+    options: dict[str, Any] = {"pipe_ignore": True, **lane_options(tenant_id, lane)}
     return dramatiq.Message(
         queue_name=queue_for(stage, lane),
         actor_name=actor_for(stage, lane),
@@ -111,6 +116,24 @@ def webhook_message(delivery_id: int) -> dramatiq.Message[Any]:
     """The message that attempts one webhook delivery."""
     return dramatiq.Message(
         queue_name=QUEUE_WEBHOOKS, actor_name=WEBHOOK_ACTOR, args=(delivery_id,), kwargs={}, options={}
+    )
+
+
+def part_actor_for(stage: str, lane: str = "interactive") -> str:
+    return PART_ACTOR_FOR_STAGE[stage] + ("" if lane == "interactive" else f"_{lane}")
+
+
+def part_message(
+    job_id: str, stage: str, part: int, tenant_id: str | None = None, lane: str = "interactive"
+) -> dramatiq.Message[Any]:
+    """The message that runs one part of `stage` of `job_id` (not a pipeline: the last part to
+    finish hands the job on through the outbox)."""
+    return dramatiq.Message(
+        queue_name=queue_for(stage, lane),
+        actor_name=part_actor_for(stage, lane),
+        args=(job_id, part),
+        kwargs={},
+        options=lane_options(tenant_id, lane),
     )
 
 
@@ -192,6 +215,14 @@ class Publisher:
     def publish_webhook(self, delivery_id: int) -> None:
         try:
             self.broker.enqueue(webhook_message(delivery_id))
+        except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
+            raise BrokerUnavailableError() from exc
+
+    def publish_part(
+        self, job_id: str, stage: str, part: int, tenant_id: str | None = None, lane: str = "interactive"
+    ) -> None:
+        try:
+            self.broker.enqueue(part_message(job_id, stage, part, tenant_id, lane))
         except (redis.RedisError, OSError, dramatiq.errors.BrokerConnectionError) as exc:
             raise BrokerUnavailableError() from exc
 

@@ -85,6 +85,9 @@ class Settings:
     ocr_threads: int = 1
     # Tesseract processes one OCR stage runs at once (each on one core).
     ocr_parallelism: int = 2
+    # A job with more pages than this to OCR is split into ranges of this many pages, each its own
+    # message, so several workers read one scan at once (0: never split).
+    ocr_range_pages: int = 8
     ocr_min_chars_per_page: int = 20
     # A whole job may run (retries included) this long plus this much per page, then fails `timeout`.
     job_deadline_base_s: int = 1800

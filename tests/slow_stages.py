@@ -2,7 +2,8 @@
 
 Loaded beside the actors by the `dramatiq` command of a test (`dramatiq ingest_worker.actors
 tests.slow_stages`). The stage named by SLOW_STAGE sleeps SLOW_STAGE_S seconds after it has
-started (its lease taken), once per job: the run after a recovery goes at full speed.
+started (its lease taken), once per job: the run after a recovery goes at full speed. SLOW_STAGE
+`ocr_range` pauses the first page range of a job's OCR to start, after it has taken its lease.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from typing import Any
 
 import ingest_worker.actors as actors
+from ingest_worker import ocr_ranges
 from ingest_worker.runner import run_stage
 
 SLOW_STAGE = os.environ.get("SLOW_STAGE", "")
@@ -37,3 +39,16 @@ def run_stage_slowly(res: Any, job_id: str, stage: str, work: Any, **kwargs: Any
 
 
 actors.run_stage = run_stage_slowly  # type: ignore[assignment]
+
+_read_range = ocr_ranges._read_range
+
+
+def _read_range_slowly(res: Any, job_id: str, document_id: str, part: int, wanted: list[int]) -> str:
+    marker = os.path.join(MARKER_DIR, f"{job_id}-ocr_range")
+    if SLOW_STAGE == "ocr_range" and MARKER_DIR and not os.path.exists(marker):
+        open(marker, "w").close()
+        time.sleep(SLOW_STAGE_S)
+    return _read_range(res, job_id, document_id, part, wanted)
+
+
+ocr_ranges._read_range = _read_range_slowly  # type: ignore[assignment]

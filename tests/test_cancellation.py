@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from ingest_worker import steps
 from ingest_worker.actors import STAGE_POLICIES
+from ingest_worker.actors import WORK as ACTOR_WORK
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from shared import jobs, operations
@@ -20,7 +21,7 @@ from shared.settings import Settings
 from tests.inprocess import create_document_job
 from tests.pdfs import text_pdf
 
-WORK = {stage: getattr(steps, stage) for stage in STAGES}
+WORK = {stage: ACTOR_WORK[stage] for stage in STAGES}
 
 
 def new_job(res: Resources) -> tuple[str, str]:

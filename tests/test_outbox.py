@@ -7,11 +7,11 @@ import socket
 import pytest
 from sqlalchemy import select
 
-from shared import outbox
+from shared import jobs, outbox
 from shared.db import Database
-from shared.models import OutboxMessage
+from shared.models import Job, OutboxMessage
 from shared.outbox import Relay
-from shared.queue import ACTOR_FOR_STAGE, QUEUE_INGEST, Publisher, make_broker
+from shared.queue import ACTOR_FOR_STAGE, QUEUE_INGEST, QUEUE_OCR, Publisher, make_broker
 from shared.settings import Settings
 from tests.test_jobs import new_job
 
@@ -105,3 +105,25 @@ def test_the_fast_path_never_fails_the_caller_after_its_commit(
         assert row is not None
         row.available_at = row.created_at
     assert Relay(sqlite_db.sessions, Publisher(make_broker(settings))).publish_pending() == 1
+
+
+def test_a_part_row_publishes_that_part_and_stamps_a_running_jobs_hand_off(
+    sqlite_db: Database, settings: Settings
+) -> None:
+    # Given a running job with an outbox row for part 3 of its OCR stage
+    broker = make_broker(settings)
+    job_id = new_job(sqlite_db)
+    with sqlite_db.transaction() as session:
+        jobs.start_stage(session, job_id, "ocr")
+        row_id = outbox.add_message(session, job_id, "ocr", part=3).id
+    # When a relay without any worker middleware publishes it
+    assert Relay(sqlite_db.sessions, Publisher(broker)).publish([row_id]) == 1
+    # Then that part's message alone is on the OCR queue, and the job's hand-off is recorded
+    from dramatiq import Message
+
+    message = Message.decode(broker.queues[QUEUE_OCR].get())
+    assert (message.actor_name, message.args) == ("ocr_range", (job_id, 3))
+    assert "pipe_target" not in message.options
+    with sqlite_db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.handed_on_at is not None

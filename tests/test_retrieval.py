@@ -55,6 +55,19 @@ def wait_completed(
     return done
 
 
+def section_of(sentence: str) -> str:
+    """The heading of the corpus section that holds `sentence` (each page is headings and paragraphs)."""
+    for pages in CORPUS.values():
+        for page in pages:
+            heading = ""
+            for block in page.split("\n\n"):
+                if "." not in block:
+                    heading = block
+                elif squash_whitespace(sentence) in squash_whitespace(block):
+                    return heading
+    raise AssertionError(f"not in the corpus: {sentence}")
+
+
 def search(client: FlaskClient, key: str, question: str) -> list[dict[str, Any]]:
     response = client.get(
         "/v1/search", query_string={"q": question, "top_k": TOP_K}, headers={"Authorization": f"Bearer {key}"}
@@ -89,8 +102,13 @@ def test_paraphrased_questions_find_their_answer_in_the_top_five(service: tuple[
     # When every question is asked through the search API
     misses, first = [], 0
     for question, answer in QUESTIONS:
-        texts = [squash_whitespace(hit["text"]) for hit in search(client, key, question)]
+        results = search(client, key, question)
+        texts = [squash_whitespace(hit["text"]) for hit in results]
         hits = [squash_whitespace(answer) in text for text in texts]
+        # (a chunk holding the answer names the section the answer is in)
+        assert all(
+            hit["section"] == section_of(answer) for hit, found in zip(results, hits, strict=True) if found
+        )
         first += bool(hits) and hits[0]
         if not any(hits):
             misses.append(question)

@@ -47,6 +47,8 @@ def search(q: str, top_k: int, document_id: str | None = None) -> Any:
                 "page_start": hit.payload.get("page_start"),
                 "page_end": hit.payload.get("page_end"),
                 "chunk_index": hit.payload.get("chunk_index"),
+                # The nearest heading above the chunk (the payload's `heading`), when one was found.
+                "section": hit.payload.get("heading"),
                 "text": hit.payload.get("text"),
                 "index_version": hit.payload.get("index_version"),
             }

@@ -16,11 +16,14 @@ from dramatiq.middleware import Middleware
 
 from ingest_worker.resources import Resources
 from shared.jobs import record_hand_off
-from shared.queue import ACTOR_FOR_STAGE, LANES, actor_for
+from shared.queue import ACTOR_FOR_STAGE, LANES, PART_ACTOR_FOR_STAGE, actor_for, part_actor_for
 
 logger = logging.getLogger(__name__)
 
-STAGE_ACTORS = frozenset(actor_for(stage, lane) for stage in ACTOR_FOR_STAGE for lane in LANES)
+STAGE_ACTORS = frozenset(
+    [actor_for(stage, lane) for stage in ACTOR_FOR_STAGE for lane in LANES]
+    + [part_actor_for(stage, lane) for stage in PART_ACTOR_FOR_STAGE for lane in LANES]
+)
 
 
 class HandOffs(Middleware):

@@ -2,7 +2,12 @@
 
 Offsets: the chunker works on one document text, the normalised texts of the non-empty pages joined by
 a blank line (`PAGE_SEPARATOR`); `document_text` builds it. A chunk's `char_start`/`char_end` are a
-half-open range of code points into that text, and `chunk.text == document_text(pages)[start:end]`.
+half-open range of code points into that text, and `chunk.text == document_text(pages)[start:end]`,
+except for the later parts of a table too large for one chunk: each starts with the table's header
+row and a line break, then the slice.
+
+Tables (a paragraph of two or more lines of tab-separated cells, as extraction writes them) are
+chunks of their own: whole when they fit the window, otherwise split between rows.
 """
 
 from __future__ import annotations
@@ -35,7 +40,8 @@ _MAX_CHARS_PER_TOKEN = 32
 # A paragraph of its own that reads like a title: short, one line, no closing punctuation, not a footer.
 _HEADING_MAX_CHARS = 80
 _HEADING_MAX_WORDS = 12
-_NOT_HEADING_END = ".,;!?"
+# A line ending in a colon introduces what follows ("For example:"); it does not title it.
+_NOT_HEADING_END = ".,;:!?"
 _PAGE_FOOTER = re.compile(r"(?i)page\s+\d")
 
 TokenCounter = Callable[[str], int]
@@ -66,14 +72,32 @@ def chunk_pages(
         raise ValueError("overlap_tokens must be at least 0 and below max_tokens")
     text, page_starts, page_numbers = _layout(pages)
     splitter = _Splitter(text, max_tokens, count_tokens).split()
-    pieces, headings = splitter.pieces, splitter.headings
+    pieces, headings, tables = splitter.pieces, splitter.headings, splitter.tables
     heading_starts = [start for start, _ in headings]
     section_starts = set(heading_starts)
+
+    def chunk(start: int, end: int, tokens: int, prefix: str = "") -> Chunk:
+        heading_index = bisect.bisect_right(heading_starts, start) - 1
+        return Chunk(
+            index=len(chunks),
+            text=prefix + text[start:end],
+            page_start=page_numbers[bisect.bisect_right(page_starts, start) - 1],
+            page_end=page_numbers[bisect.bisect_right(page_starts, end - 1) - 1],
+            char_start=start,
+            char_end=end,
+            token_count=tokens,
+            heading=headings[heading_index][1] if heading_index >= 0 else None,
+        )
 
     chunks: list[Chunk] = []
     previous: tuple[int, int, int] | None = None  # first piece, end piece and start of the last chunk
     i = 0
     while i < len(pieces):
+        if pieces[i][0] in tables:
+            # A table, or a run of its rows, is a chunk of its own; the next chunk starts clean.
+            chunks.append(chunk(*pieces[i], prefix=tables[pieces[i][0]]))
+            previous, i = None, i + 1
+            continue
         start, tokens = pieces[i][0], 0
         # A chunk that opens a section starts clean; otherwise it repeats the previous chunk's tail, as
         # much of the overlap as leaves room for its first piece.
@@ -88,24 +112,12 @@ def chunk_pages(
             j < len(pieces)
             and tokens + pieces[j][2] <= max_tokens
             and (j == i or pieces[j][0] not in section_starts)
+            and pieces[j][0] not in tables
         ):
             tokens += pieces[j][2]
             j += 1
         start, j, tokens = _fit(text, pieces, i, start, j, max_tokens, count_tokens)
-        end = pieces[j - 1][1]
-        heading_index = bisect.bisect_right(heading_starts, pieces[i][0]) - 1
-        chunks.append(
-            Chunk(
-                index=len(chunks),
-                text=text[start:end],
-                page_start=page_numbers[bisect.bisect_right(page_starts, start) - 1],
-                page_end=page_numbers[bisect.bisect_right(page_starts, end - 1) - 1],
-                char_start=start,
-                char_end=end,
-                token_count=tokens,
-                heading=headings[heading_index][1] if heading_index >= 0 else None,
-            )
-        )
+        chunks.append(chunk(start, pieces[j - 1][1], tokens))
         previous, i = (i, j, start), j
     return chunks
 
@@ -139,14 +151,51 @@ class _Splitter:
         self.count = count
         self.pieces: list[_Piece] = []
         self.headings: list[tuple[int, str]] = []
+        # Start of each table piece → what its chunk's text starts with (a later part's header row).
+        self.tables: dict[int, str] = {}
 
     def split(self) -> _Splitter:
         for start, end in _spans(self.text, 0, len(self.text), _LEVELS[0]):
             paragraph = self.text[start:end]
             if _is_heading(paragraph):
                 self.headings.append((start, paragraph))
-            self._piece(start, end, 0)
+            if _is_table(paragraph):
+                self._table(start, end)
+            else:
+                self._piece(start, end, 0)
         return self
+
+    def _table(self, start: int, end: int) -> None:
+        """A table whole when it fits; otherwise runs of rows, each after the first led by the header."""
+        tokens = self.count(self.text[start:end])
+        if tokens <= self.max_tokens:
+            self._add_table(start, end, tokens, "")
+            return
+        rows = _spans(self.text, start, end, _LEVELS[2])
+        header = self.text[rows[0][0] : rows[0][1]] + "\n"
+        group: _Piece | None = None  # the rows gathered so far
+        prefix = ""  # the first run holds the header itself
+        for row_start, row_end in rows:
+            if group is not None:
+                tokens = self.count(prefix + self.text[group[0] : row_end])
+                if tokens <= self.max_tokens:
+                    group = (group[0], row_end, tokens)
+                    continue
+                self._add_table(*group, prefix)
+                prefix = header
+            tokens = self.count(prefix + self.text[row_start:row_end])
+            if tokens <= self.max_tokens:
+                group = (row_start, row_end, tokens)
+            else:
+                # One row that does not fit beside the header: cut it as text.
+                self._piece(row_start, row_end, 2)
+                group, prefix = None, header
+        if group is not None:
+            self._add_table(*group, prefix)
+
+    def _add_table(self, start: int, end: int, tokens: int, prefix: str) -> None:
+        self.pieces.append((start, end, tokens))
+        self.tables[start] = prefix
 
     def _piece(self, start: int, end: int, level: int, tokens: int | None = None) -> None:
         if tokens is None and end - start > self.max_tokens * _SURELY_OVER_CHARS_PER_TOKEN:
@@ -245,6 +294,11 @@ def _spans(text: str, start: int, end: int, separator: re.Pattern[str]) -> list[
             left = span_start + (len(piece) - len(piece.lstrip()))
             trimmed.append((left, left + len(stripped)))
     return trimmed
+
+
+def _is_table(paragraph: str) -> bool:
+    lines = paragraph.split("\n")
+    return len(lines) >= 2 and all("\t" in line for line in lines)
 
 
 def _is_heading(paragraph: str) -> bool:

@@ -18,7 +18,8 @@ from ingest_worker.stages.normalize import normalize_text
         ("page 4-\n5", "page 4-\n5"),
         ("co\u00ad\noperate", "cooperate"),
         ("hyphen- \n  ated", "hyphenated"),
-        ("a  \t  b", "a b"),
+        ("a  \t  b", "a\tb"),  # a tab parts table cells: kept, once
+        ("a  b", "a b"),
         ("no\u00a0break\u2003em", "no break em"),
         ("one\n\n\n\n\ntwo", "one\n\ntwo"),
         ("one\n \n\t\ntwo", "one\n\ntwo"),

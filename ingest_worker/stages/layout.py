@@ -1,0 +1,195 @@
+"""A page's text with its structure: paragraph breaks, headings on lines of their own, tables as rows.
+
+pypdf's plain text has line breaks but no blank lines between paragraphs, so a chunker cannot tell
+a paragraph, a heading or a table from the next. Its `visitor_text` reports each run of text with
+the font, the size and the position it is drawn at; this module keeps pypdf's text and its reading
+order (the order of the content stream, which keeps columns whole) and only changes the whitespace
+between runs:
+
+- a run on the same baseline as the one before but set apart from it (pypdf ended the run with a
+  line break) is a table cell: cells are joined by a tab, rows by a line break;
+- a vertical gap clearly larger than the page's usual line spacing, or a jump back up the page (the
+  next column), starts a paragraph (a blank line);
+- a short line in a font clearly larger than the body text's, or in a bold face, is a heading and
+  stands alone as a paragraph; so does a table (two or more rows of at least two cells);
+- a running head or foot (the same first or last line on several pages) is left out.
+
+Apart from running heads and feet, only whitespace changes, so the text itself, and its character
+error rate, are pypdf's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pypdf import PageObject
+
+# A gap between lines this many times the usual spacing separates paragraphs.
+PARAGRAPH_GAP = 1.5
+# Line spacing is at most this many times the body font size (double spacing is 2.4 or so).
+MAX_LEADING = 1.5
+# Lines whose baselines differ by less than this share of the font size are on one line.
+SAME_LINE = 0.3
+# A heading's font is at least this much larger than the body's (or bold), and the line is short.
+HEADING_SCALE = 1.15
+HEADING_MAX_CHARS = 80
+HEADING_MAX_WORDS = 12
+# Table cells are short: side-by-side runs averaging more than this are columns of prose.
+TABLE_MEAN_CELL_CHARS = 32
+# A first or last line of a page recurring on this many pages is a running head or foot.
+RUNNING_MIN_PAGES = 2
+_BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
+
+
+@dataclass
+class _Line:
+    cells: list[str] = field(default_factory=list)
+    y: float = 0.0
+    size: float = 0.0
+    bold: bool = True
+
+    @property
+    def text(self) -> str:
+        return "\t".join(cell.strip() for cell in self.cells if cell.strip())
+
+    @property
+    def is_row(self) -> bool:
+        cells = [cell.strip() for cell in self.cells if cell.strip()]
+        # Two columns of prose drawn line by line also put runs side by side on one baseline; their
+        # "cells" are whole lines of text, far longer than a table's.
+        return len(cells) >= 2 and sum(map(len, cells)) / len(cells) <= TABLE_MEAN_CELL_CHARS
+
+
+def structured_text(page: PageObject) -> str:
+    """The text of `page` as pypdf reads it, with paragraph breaks, headings and table rows marked
+    by whitespace (see the module docstring)."""
+    runs: list[tuple[str, float, float, bool]] = []
+
+    def visit(text: str, cm: Any, tm: Any, font: Any, size: float) -> None:
+        if text:
+            runs.append((text, *_position(cm, tm, size), _is_bold(font)))
+
+    plain = page.extract_text(visitor_text=visit)
+    if "".join(run[0] for run in runs) != plain:
+        # pypdf built its text some other way (it may for some fonts): keep it as it is.
+        return plain
+    return _paragraphs(_lines(runs))
+
+
+def drop_running_lines(texts: list[str]) -> list[str]:
+    """The page texts without their running heads and feet: a first or last line, standing alone as
+    a paragraph, that recurs (page numbers aside) on at least RUNNING_MIN_PAGES pages. Page
+    furniture says nothing about the passage it sits on, and left in it would pass for a heading."""
+    firsts = [_digitless(t.split("\n\n", 1)[0]) if "\n\n" in t else None for t in texts]
+    lasts = [_digitless(t.rstrip().rsplit("\n\n", 1)[-1]) if "\n\n" in t.strip() else None for t in texts]
+    out = []
+    for text, first, last in zip(texts, firsts, lasts, strict=True):
+        if first is not None and "\n" not in first and firsts.count(first) >= RUNNING_MIN_PAGES:
+            text = text.split("\n\n", 1)[1]
+        if (
+            last is not None
+            and "\n" not in last
+            and lasts.count(last) >= RUNNING_MIN_PAGES
+            and "\n\n" in text
+        ):
+            text = text.rstrip().rsplit("\n\n", 1)[0] + "\n"
+        out.append(text)
+    return out
+
+
+def _digitless(block: str) -> str:
+    return re.sub(r"\d+", "#", block.strip())
+
+
+def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:
+    """(baseline y, effective font size) in page space."""
+    try:
+        _, b, c, d, _, f = (float(v) for v in cm)
+        _, _, tc, td, te, tf = (float(v) for v in tm)
+    except (TypeError, ValueError):
+        return 0.0, float(size or 0)
+    y = te * b + tf * d + f
+    scale = math.hypot(tc, td) * math.hypot(c, d)
+    return y, abs(float(size or 0) * scale) or float(size or 0)
+
+
+def _is_bold(font: Any) -> bool:
+    try:
+        name = str(font.get("/BaseFont", "")) if font is not None else ""
+    except Exception:
+        return False
+    return any(marker in name.lower() for marker in _BOLD_MARKERS)
+
+
+def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
+    """Runs grouped into lines; a run that pypdf put on a new line at the same baseline is a cell."""
+    lines: list[_Line] = []
+    current: _Line | None = None
+    ended = True  # the previous run ended its line
+    for text, y, size, bold in runs:
+        pieces = text.split("\n")
+        for index, piece in enumerate(pieces):
+            if index > 0:
+                ended = True
+            if not piece and index == len(pieces) - 1:
+                continue
+            same_baseline = current is not None and abs(current.y - y) < SAME_LINE * max(size, 1.0)
+            if current is None or (ended and not same_baseline) or index > 0:
+                current = _Line([piece], y, size, bold)
+                lines.append(current)
+            elif ended:
+                current.cells.append(piece)
+            else:
+                current.cells[-1] += piece
+            if piece.strip():
+                current.size = max(current.size, size)
+                current.bold = current.bold and bold
+            ended = False
+        ended = text.endswith("\n")
+    return [line for line in lines if line.text]
+
+
+def _paragraphs(lines: list[_Line]) -> str:
+    if not lines:
+        return ""
+    gaps = sorted(a.y - b.y for a, b in itertools.pairwise(lines) if a.y - b.y > 0)
+    body = statistics.median(line.size for line in lines)
+    # The usual line spacing: a low quantile, since a page of one-line paragraphs has few small gaps,
+    # and never more than a loose leading, so such a page still gets its breaks.
+    spacing = min(gaps[len(gaps) // 4], MAX_LEADING * body) if gaps else 0.0
+    out: list[str] = []
+    kinds = [_kind(line, body) for line in lines]
+    # A table needs two rows at least; a lone row is ordinary text.
+    for i, kind in enumerate(kinds):
+        if kind == "row" and not (
+            (i > 0 and kinds[i - 1] in ("row", "table")) or (i + 1 < len(kinds) and kinds[i + 1] == "row")
+        ):
+            kinds[i] = "text"
+        elif kind == "row":
+            kinds[i] = "table"
+    for i, line in enumerate(lines):
+        if i:
+            previous = lines[i - 1]
+            gap = previous.y - line.y
+            new_block = kinds[i] != kinds[i - 1] or kinds[i] == "heading"
+            paragraph = new_block or gap < 0 or (spacing > 0 and gap > PARAGRAPH_GAP * spacing)
+            out.append("\n\n" if paragraph else "\n")
+        out.append(line.text if kinds[i] == "table" else " ".join(line.text.split("\t")))
+    return "".join(out) + "\n"
+
+
+def _kind(line: _Line, body: float) -> str:
+    if line.is_row:
+        return "row"
+    text = line.text
+    short = len(text) <= HEADING_MAX_CHARS and len(text.split()) <= HEADING_MAX_WORDS
+    larger = body > 0 and line.size >= HEADING_SCALE * body
+    if short and (larger or line.bold) and text[-1:] not in ".,;:":
+        return "heading"
+    return "text"
