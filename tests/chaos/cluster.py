@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -40,9 +41,9 @@ class ProcessSpec:
     env: tuple[tuple[str, str], ...] = ()
 
 
-def process_specs(threads: int = 2) -> list[ProcessSpec]:
+def process_specs(threads: int = 2, processes: int = 1, plugins: tuple[str, ...] = ()) -> list[ProcessSpec]:
     """The processes of `make gateway`, `make worker` (without a Qdrant URL) and `make maintenance`."""
-    dramatiq = (sys.executable, "-m", "dramatiq", *ACTORS)
+    dramatiq = (sys.executable, "-m", "dramatiq", *ACTORS, *plugins)
     return [
         ProcessSpec(
             "gateway",
@@ -51,7 +52,8 @@ def process_specs(threads: int = 2) -> list[ProcessSpec]:
         ),
         ProcessSpec(
             "ingest",
-            (*dramatiq, "--processes", "1", "--threads", str(threads), "--worker-shutdown-timeout", "5000")
+            (*dramatiq, "--processes", str(processes), "--threads", str(threads))
+            + ("--worker-shutdown-timeout", "5000")
             + ("-Q", "ingest", "ocr", "ingest-backlog", "ocr-backlog"),
         ),
         ProcessSpec(
@@ -66,13 +68,28 @@ def process_specs(threads: int = 2) -> list[ProcessSpec]:
 class Cluster:
     """The servers, the processes and a client of the gateway."""
 
-    def __init__(self, workdir: Path, provider: OpenAIServer) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        provider: OpenAIServer | None,
+        *,
+        specs: list[ProcessSpec] | None = None,
+        **overrides: Any,
+    ) -> None:
         self.workdir = workdir
         self.postgres = PrivatePostgres(workdir)
         self.redis = PrivateRedis(workdir)
         self.s3 = RestartableS3(workdir)
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
+        embedder: dict[str, Any] = {}
+        if provider is not None:
+            embedder = {
+                "embedder": "openai",
+                "openai_api_key": provider.api_key,
+                "openai_base_url": provider.base_url,
+                "openai_dimensions": 384,
+            }
         self.settings = Settings(
             data_dir=str(workdir / "data"),
             database_url=self.postgres.url,
@@ -83,10 +100,6 @@ class Cluster:
             s3_access_key_id=self.s3.access_key_id,
             s3_secret_access_key=self.s3.secret_access_key,
             qdrant_path=str(workdir / "qdrant"),
-            embedder="openai",
-            openai_api_key=provider.api_key,
-            openai_base_url=provider.base_url,
-            openai_dimensions=384,
             port=self.port,
             # Recovery tuned for a test that kills workers every few seconds: short leases and a
             # frequent sweeper, so each kill costs seconds, not the production half minute.
@@ -94,8 +107,10 @@ class Cluster:
             handoff_stall_s=5,
             redis_heartbeat_timeout_s=5,
             maintenance_interval_s=0.5,
-        )
-        self.specs = {spec.name: spec for spec in process_specs()}
+            # A job killed over and over by the matrix is still a good job: it must complete.
+            max_recoveries=20,
+        ).replace(**{**embedder, **overrides})
+        self.specs = {spec.name: spec for spec in specs or process_specs()}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.db: Database | None = None
 
@@ -115,14 +130,19 @@ class Cluster:
 
     # --- servers and processes --------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, processes: tuple[str, ...] | None = None) -> None:
+        """Start the servers, then the named processes (all by default)."""
         self.postgres.init()
         self.redis.start()
         self.s3.start()
         migrate(self.settings.database_url)
         self.db = Database(self.settings.database_url)
-        for name in self.specs:
+        for name in self.specs if processes is None else processes:
             self.start_process(name)
+        if "gateway" in self.processes:
+            self.wait_gateway()
+
+    def wait_gateway(self) -> None:
         wait_until(lambda: httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200, 60, "gateway")
 
     def start_process(self, name: str) -> None:
