@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ import numpy as np
 
 from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
+from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.runner import StageResult, check_not_cancelled
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
@@ -31,7 +33,8 @@ from ingest_worker.stages.models import (
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import validate_pdf
-from shared.errors import DocumentDeletedError, NoTextError, PointCountMismatchError
+from shared.embeddings import Embedder
+from shared.errors import DocumentDeletedError, EmbeddingUnavailableError, NoTextError, PointCountMismatchError
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job, Tenant
 from shared.vectorstore import point_id
@@ -41,6 +44,9 @@ CHUNKER_VERSION = "recursive-1"
 # Pages per OCR child call: small enough that a cancel is seen soon and that two children share a
 # scan's pages evenly, large enough that the per-call cost (a few ms) stays negligible.
 OCR_PAGES_PER_CALL = 4
+# A failed embedding batch is tried again after a short pause; a provider asking for a longer one than
+# this gets it from the stage's own retry policy instead of a sleeping worker thread.
+BATCH_BACKOFF_MS = (200, 5000)
 
 
 def artifact_key(job_id: str, name: str) -> str:
@@ -168,7 +174,8 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
     vectors: list[list[float]] = []
     for start in range(0, len(chunks), batch):
         check_not_cancelled(res, job.id)
-        vectors.extend(embedder.embed([c.text for c in chunks[start : start + batch]]))
+        texts = [c.text for c in chunks[start : start + batch]]
+        vectors.extend(_embed_batch(embedder, texts, attempts=res.settings.embed_batch_attempts))
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(vectors, dtype=np.float32))
     key = artifact_key(job.id, "vectors.npy")
@@ -177,6 +184,21 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
         fields={"embedding_model": embedder.model_name, "embedding_dim": embedder.dimension},
         artifact_key=key,
     )
+
+
+def _embed_batch(embedder: Embedder, texts: list[str], *, attempts: int) -> list[list[float]]:
+    """One batch, tried up to `attempts` times while the provider is unavailable (429, 5xx, timeouts),
+    so a long document does not need every batch to succeed in one go."""
+    for attempt in range(max(1, attempts)):
+        try:
+            return embedder.embed(texts)
+        except EmbeddingUnavailableError as exc:
+            low, high = BATCH_BACKOFF_MS
+            pause = backoff_ms(attempt, min_ms=low, max_ms=high, retry_after_s=exc.retry_after_s)
+            if attempt + 1 >= attempts or pause > high:
+                raise
+            time.sleep(pause / 1000)
+    raise AssertionError("unreachable")
 
 
 def index(res: Resources, job: JobSnapshot) -> StageResult:

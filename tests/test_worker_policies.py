@@ -86,6 +86,8 @@ def service(
             openai_api_key=provider.api_key,
             openai_base_url=provider.base_url,
             tenant_max_concurrency=1,
+            # Each fault reaches the stage's policy, which is what these tests are about.
+            embed_batch_attempts=1,
         )
         with in_process_service(settings, threads=2) as service:
             yield Service(service.app, service.resources, service.broker, provider)
@@ -207,3 +209,29 @@ def test_an_outage_of_object_storage_is_waited_out_beyond_the_stage_retries(
     job = service.wait_final(key, job_id)
     assert job["status"] == "completed", job
     assert service.stage_attempts(job_id)["index"] == 4
+
+
+def test_a_failed_embedding_batch_is_tried_again_in_place(
+    settings: Settings, redis_url: str, broker_namespace: str
+) -> None:
+    # Given a provider that answers 429 or 503 to three calls in a row, and four tries per batch
+    with OpenAIServer() as provider:
+        settings = settings.replace(
+            broker_url=redis_url,
+            broker_namespace=broker_namespace,
+            embedder="openai",
+            openai_api_key=provider.api_key,
+            openai_base_url=provider.base_url,
+            embed_batch_attempts=4,
+        )
+        with in_process_service(settings, threads=1) as running:
+            service = Service(running.app, running.resources, running.broker, provider)
+            key = tenant_key(service.app, "acme")
+            provider.fail_next("rate_limited", times=2)
+            provider.fail_next("unavailable")
+            # When a document is uploaded
+            job_id = service.upload(key, "Embedded on the fourth try of its batch.")["job_id"]
+            # Then it completes with one run of the embed stage, the batch sent four times
+            assert service.wait_final(key, job_id)["status"] == "completed"
+            assert service.stage_attempts(job_id)["embed"] == 1
+            assert len(provider.requests) == 4

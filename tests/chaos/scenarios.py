@@ -136,7 +136,7 @@ def flaky_provider(ctx: Context) -> list[Expected]:
     """The embedding provider answers half its calls with 429 or 503; some documents need several
     embedding batches."""
     ctx.provider.fail_share(0.5)
-    expected = ctx.good(8) + ctx.good(2, pages=40, prefix="long")
+    expected = ctx.good(8) + ctx.good(2, pages=120, prefix="long")
     return expected
 
 
