@@ -34,7 +34,12 @@ from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import validate_pdf
 from shared.embeddings import Embedder
-from shared.errors import DocumentDeletedError, EmbeddingUnavailableError, NoTextError, PointCountMismatchError
+from shared.errors import (
+    DocumentDeletedError,
+    EmbeddingUnavailableError,
+    NoTextError,
+    PointCountMismatchError,
+)
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job, Tenant
 from shared.vectorstore import point_id

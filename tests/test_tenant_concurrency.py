@@ -32,7 +32,9 @@ def slots(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 def message(tenant_id: str) -> Any:
     return dramatiq.broker.MessageProxy(
-        dramatiq.Message(queue_name="ingest", actor_name="a", args=("j",), kwargs={}, options={"tenant_id": tenant_id})
+        dramatiq.Message(
+            queue_name="ingest", actor_name="a", args=("j",), kwargs={}, options={"tenant_id": tenant_id}
+        )
     )
 
 

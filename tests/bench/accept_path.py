@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import shutil
-import statistics
 import tempfile
 import threading
 import time
@@ -158,7 +157,9 @@ def _raw_accept(cluster: Cluster, make: Callable[[], bytes]) -> Callable[[], Non
             job = Job(tenant_id=tenant_id, document_id=document_id, kind="ingest")
             session.add(job)
             session.flush()
-            session.add(JobEvent(job_id=job.id, tenant_id=tenant_id, seq=job.seq, type="job.queued", payload={}))
+            session.add(
+                JobEvent(job_id=job.id, tenant_id=tenant_id, seq=job.seq, type="job.queued", payload={})
+            )
             session.add(OutboxMessage(job_id=job.id, stage="validate"))
         queue.rpush("raw-bench:queue", job.id)
 

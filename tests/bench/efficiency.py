@@ -71,7 +71,9 @@ def raw_run(cluster: Cluster, pdfs: list[bytes], workdir: Path) -> tuple[float, 
     )
     embedder = LocalEmbedder.from_settings(settings.replace(embed_threads=1))
     qdrant = QdrantClient(path=str(workdir / "raw-qdrant"))
-    qdrant.create_collection("raw", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE))
+    qdrant.create_collection(
+        "raw", vectors_config=models.VectorParams(size=384, distance=models.Distance.COSINE)
+    )
     tenant_id, _ = cluster.new_tenant("raw")
     assert cluster.db is not None
     phases: dict[str, float] = defaultdict(float)
@@ -94,7 +96,10 @@ def raw_run(cluster: Cluster, pdfs: list[bytes], workdir: Path) -> tuple[float, 
         wanted = [p.number for p in pages if p.needs_ocr]
         if wanted:
             texts = ocr_pages(str(path), wanted, dpi=settings.ocr_dpi, languages="eng", timeout_s=120)
-            pages = [PageText(p.number, texts.get(p.number, p.text), False, "ocr") if p.number in texts else p for p in pages]
+            pages = [
+                PageText(p.number, texts.get(p.number, p.text), False, "ocr") if p.number in texts else p
+                for p in pages
+            ]
         t = timed("ocr", t)
         normal = [PageText(p.number, normalize_text(p.text), p.needs_ocr, p.source) for p in pages]
         chunks = chunk_pages(normal, max_tokens=254, overlap_tokens=32, count_tokens=embedder.count_tokens)
@@ -113,7 +118,13 @@ def raw_run(cluster: Cluster, pdfs: list[bytes], workdir: Path) -> tuple[float, 
         t = timed("index", t)
         with cluster.db.transaction() as session:
             session.add(
-                Document(tenant_id=tenant_id, filename="raw.pdf", sha256=uuid.uuid4().hex, size_bytes=len(pdf), object_key=key)
+                Document(
+                    tenant_id=tenant_id,
+                    filename="raw.pdf",
+                    sha256=uuid.uuid4().hex,
+                    size_bytes=len(pdf),
+                    object_key=key,
+                )
             )
         timed("rows", t)
     qdrant.close()
@@ -150,7 +161,11 @@ def service_run(cluster: Cluster, pdfs: list[bytes]) -> tuple[float, dict[str, f
 
 
 def measure_efficiency(
-    text: int = 4, text_pages: int = 30, scans: int = 2, scan_pages: int = 3, processes: tuple[int, ...] = (1, 2)
+    text: int = 4,
+    text_pages: int = 30,
+    scans: int = 2,
+    scan_pages: int = 3,
+    processes: tuple[int, ...] = (1, 2),
 ) -> Efficiency:
     pdfs = documents(text, text_pages, scans, scan_pages)
     pages = sum(text_pages + n for n in range(text)) + sum(scan_pages + n for n in range(scans))
@@ -175,7 +190,8 @@ def table(result: Efficiency) -> str:
     rows = [
         "| run | wall | pages/s | raw / run |",
         "| --- | --- | --- | --- |",
-        f"| raw, sequential, one process | {result.raw_s:.1f} s | {result.pages / result.raw_s:.1f} | 1.00x |",
+        f"| raw, sequential, one process | {result.raw_s:.1f} s | {result.pages / result.raw_s:.1f} "
+        "| 1.00x |",
     ]
     for count, seconds in result.service_s.items():
         rows.append(

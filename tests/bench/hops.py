@@ -103,7 +103,9 @@ def measure_hops(poll_ms: tuple[int, ...] = POLL_MS, idle_jobs: int = 6, burst: 
 
                     def upload(client=client) -> str:  # type: ignore[no-untyped-def]
                         pdf = text_pdf(prose_pages(2, 200, seed=next(seeds)))
-                        response = client.post("/v1/documents", files={"file": ("h.pdf", pdf, "application/pdf")})
+                        response = client.post(
+                            "/v1/documents", files={"file": ("h.pdf", pdf, "application/pdf")}
+                        )
                         return str(response.json()["job_id"])
 
                     upload()  # a warm-up, not counted: the first job starts the parse children

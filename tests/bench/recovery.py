@@ -35,10 +35,14 @@ class Recovery:
     total_s: float  # upload → completed, with the kill
 
 
-def _run(cluster: Cluster, key: str, tenant_id: str, markers: Path, pdf: bytes, kill: bool) -> tuple[float, float]:
+def _run(
+    cluster: Cluster, key: str, tenant_id: str, markers: Path, pdf: bytes, kill: bool
+) -> tuple[float, float]:
     started = time.monotonic()
     with cluster.client(key) as client:
-        job_id = client.post("/v1/documents", files={"file": ("r.pdf", pdf, "application/pdf")}).json()["job_id"]
+        job_id = client.post("/v1/documents", files={"file": ("r.pdf", pdf, "application/pdf")}).json()[
+            "job_id"
+        ]
     killed_at = started
     if kill:
         deadline = time.monotonic() + 120
@@ -62,7 +66,11 @@ def measure_recovery(leases: tuple[int, ...] = LEASES) -> list[Recovery]:
             workdir = Path(tempfile.mkdtemp(prefix="recovery-bench-"))
             markers = workdir / "markers"
             markers.mkdir()
-            slow = (("SLOW_STAGE", "embed"), ("SLOW_STAGE_S", str(PAUSE_S)), ("SLOW_STAGE_MARKERS", str(markers)))
+            slow = (
+                ("SLOW_STAGE", "embed"),
+                ("SLOW_STAGE_S", str(PAUSE_S)),
+                ("SLOW_STAGE_MARKERS", str(markers)),
+            )
             specs = [
                 dataclasses.replace(s, env=s.env + slow) if s.name == "ingest" else s
                 for s in process_specs(plugins=("tests.slow_stages",))

@@ -30,6 +30,7 @@ from tests.openai_server import OpenAIServer
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 ACTORS = ("ingest_worker.actors",)
+BACKLOG_OF_INGEST = ("ingest-backlog", "ocr-backlog")
 
 
 @dataclass(frozen=True)
@@ -43,7 +44,7 @@ class ProcessSpec:
 
 def process_specs(threads: int = 2, processes: int = 1, plugins: tuple[str, ...] = ()) -> list[ProcessSpec]:
     """The processes of `make gateway`, `make worker` (without a Qdrant URL) and `make maintenance`."""
-    dramatiq = (sys.executable, "-m", "dramatiq", *ACTORS, *plugins)
+    dramatiq = (sys.executable, "-m", "dramatiq", *ACTORS, *plugins, "--worker-shutdown-timeout", "5000")
     return [
         ProcessSpec(
             "gateway",
@@ -52,14 +53,11 @@ def process_specs(threads: int = 2, processes: int = 1, plugins: tuple[str, ...]
         ),
         ProcessSpec(
             "ingest",
-            (*dramatiq, "--processes", str(processes), "--threads", str(threads))
-            + ("--worker-shutdown-timeout", "5000")
-            + ("-Q", "ingest", "ocr", "ingest-backlog", "ocr-backlog"),
+            (*dramatiq, "-p", str(processes), "-t", str(threads), "-Q", "ingest", "ocr", *BACKLOG_OF_INGEST),
         ),
         ProcessSpec(
             "index",
-            (*dramatiq, "--processes", "1", "--threads", "1", "--worker-shutdown-timeout", "5000")
-            + ("-Q", "index", "index-backlog"),
+            (*dramatiq, "-p", "1", "-t", "1", "-Q", "index", "index-backlog"),
         ),
         ProcessSpec("maintenance", (sys.executable, "-m", "ingest_worker.maintenance")),
     ]

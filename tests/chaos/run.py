@@ -96,8 +96,10 @@ HEADER = (
 def row(outcome: Outcome) -> str:
     v = outcome.verdict
     states = ", ".join(f"{n} {status}" for status, n in sorted(v.final.items())) or "-"
-    result = "pass" if v.passed else f"FAIL: {v.problems[0]}" + (
-        f" (+{len(v.problems) - 1} more)" if len(v.problems) > 1 else ""
+    result = (
+        "pass"
+        if v.passed
+        else f"FAIL: {v.problems[0]}" + (f" (+{len(v.problems) - 1} more)" if len(v.problems) > 1 else "")
     )
     return (
         f"| {outcome.scenario.name} | {outcome.scenario.what} | {v.jobs} | {states} "
