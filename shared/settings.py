@@ -119,6 +119,22 @@ class Settings:
     maintenance_interval_s: float = 2.0
     log_level: str = "INFO"
     log_json: bool = False
+    # The production process layout (deploy/topology.py): gunicorn for the gateway, and one
+    # `dramatiq` pool per queue. Without a Qdrant URL the index pool is always 1 process x 1 thread.
+    gateway_workers: int = 2
+    gateway_threads: int = 4
+    gateway_timeout_s: int = 120
+    gateway_graceful_timeout_s: int = 30
+    worker_processes: int = 2
+    index_worker_processes: int = 1
+    index_worker_threads: int = 1
+    # Messages each worker process holds ahead of its threads (0: Dramatiq's default, twice the threads).
+    worker_prefetch: int = 0
+    # Prometheus: the port of a worker pool's exposition server (0: none; the topology gives each
+    # pool on a host its own, counting up from this one), and the folder of the multiprocess
+    # metric files (empty: data_dir/metrics).
+    metrics_port: int = 0
+    metrics_dir: str = ""
 
     # Demo tenant created by `make run` when there is none.
     demo_tenant: str = "demo"
@@ -142,6 +158,11 @@ class Settings:
     def effective_model_cache_dir(self) -> str:
         """Folder where the offline embedder's ONNX graph is built once and kept."""
         return self.model_cache_dir or str(Path(self.data_dir) / "models")
+
+    @property
+    def effective_metrics_dir(self) -> str:
+        """Folder under which each process group keeps its Prometheus multiprocess files."""
+        return self.metrics_dir or str(Path(self.data_dir) / "metrics")
 
     @property
     def max_upload_bytes(self) -> int:
@@ -168,9 +189,33 @@ class Settings:
         """Set the variables that subprocesses (tesseract) read; an operator's own value wins."""
         os.environ.setdefault("OMP_THREAD_LIMIT", str(self.ocr_threads))
 
+    def to_env(self, *, every_field: bool = False) -> dict[str, str]:
+        """The `INGEST_*` variables that rebuild these settings in another process (non-default
+        fields only, unless `every_field`); `from_env(s.to_env()) == s`."""
+        env: dict[str, str] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if every_field or value != f.default:
+                env[PREFIX + f.name.upper()] = _format(value)
+        return env
+
     def replace(self, **changes: Any) -> Settings:
         """A copy with some fields changed."""
         return dataclasses.replace(self, **changes)
+
+
+def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
+    """This process's environment without its `INGEST_*` variables, plus `extra`: what a child
+    process of the production topology starts with (PATH and the like are inherited)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)}
+    env.update(extra)
+    return env
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def _parse(raw: str, type_name: Any, name: str) -> Any:

@@ -1,14 +1,10 @@
 """End to end on the production topology: PostgreSQL, Redis, an S3 server (weed mini), Qdrant local
-mode, and real `dramatiq` worker processes consuming from Redis, laid out as `make worker` does
+mode, and real `dramatiq` worker processes consuming from Redis, laid out by deploy/topology.py
 (one pool for ingest and OCR, one single-threaded pool that owns the local Qdrant folder)."""
 
 from __future__ import annotations
 
 import io
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +14,7 @@ import pytest
 from flask import Flask
 from qdrant_client import QdrantClient
 
+from deploy.topology import Topology, process_specs
 from gateway.app import create_app
 from ingest_worker.maintenance import MaintenanceLoop
 from shared.db import Database
@@ -25,7 +22,7 @@ from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.conftest import MODEL_CACHE_DIR, ROOT
+from tests.conftest import MODEL_CACHE_DIR
 from tests.pdfs import text_pdf
 from tests.test_outbox import closed_port
 
@@ -35,28 +32,6 @@ PAGES = [
     "Glaciers carve valleys as they slowly flow downhill under their own weight. " * 6,
     "A compiler translates source code into machine instructions in several passes. " * 6,
 ]
-
-
-def env_for(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INGEST_")}
-    env.update(
-        {
-            "PYTHONPATH": str(ROOT),
-            "OMP_THREAD_LIMIT": "1",
-            "INGEST_DATABASE_URL": settings.database_url,
-            "INGEST_BROKER_URL": settings.broker_url,
-            "INGEST_BROKER_NAMESPACE": settings.broker_namespace,
-            "INGEST_STORAGE_BACKEND": "s3",
-            "INGEST_S3_ENDPOINT_URL": settings.s3_endpoint_url,
-            "INGEST_S3_BUCKET": settings.s3_bucket,
-            "INGEST_S3_ACCESS_KEY_ID": settings.s3_access_key_id,
-            "INGEST_S3_SECRET_ACCESS_KEY": settings.s3_secret_access_key,
-            "INGEST_QDRANT_PATH": settings.qdrant_path,
-            "INGEST_MODEL_CACHE_DIR": settings.model_cache_dir,
-            "INGEST_DATA_DIR": settings.data_dir,
-        }
-    )
-    return env
 
 
 @pytest.fixture
@@ -75,42 +50,20 @@ def prod_settings(
         s3_secret_access_key=s3_server.secret_access_key,
         qdrant_path=str(tmp_path / "qdrant"),
         model_cache_dir=MODEL_CACHE_DIR,
+        worker_processes=1,
     )
 
 
 @pytest.fixture
-def workers(prod_settings: Settings, tmp_path: Path) -> Iterator[list[subprocess.Popen[bytes]]]:
-    env = env_for(prod_settings)
-    pools = [
-        ["--processes", "1", "--threads", "2", "-Q", "ingest", "ocr"],
-        ["--processes", "1", "--threads", "1", "-Q", "index"],
-    ]
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", "ingest_worker.actors", *pool],
-            env=env,
-            cwd=ROOT,
-            stdout=open(tmp_path / f"worker-{i}.log", "wb"),  # noqa: SIM115
-            stderr=subprocess.STDOUT,
-        )
-        for i, pool in enumerate(pools)
-    ]
+def workers(prod_settings: Settings, tmp_path: Path) -> Iterator[Topology]:
+    """The ingest and index pools exactly as the production topology runs them."""
+    specs = process_specs(prod_settings, pools=("worker-ingest", "worker-index"))
+    topology = Topology([s for s in specs if s.name.startswith("worker-")], tmp_path / "logs")
+    topology.start()
     try:
-        yield procs
+        yield topology
     finally:
-        stop(procs)
-
-
-def stop(procs: list[subprocess.Popen[bytes]]) -> None:
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        topology.stop()
 
 
 def gateway(settings: Settings) -> Flask:
@@ -129,7 +82,7 @@ def wait_final(client: Any, location: str, key: str, timeout_s: float = 180) -> 
 
 
 def test_upload_completes_through_worker_processes_on_real_services(
-    prod_settings: Settings, workers: list[subprocess.Popen[bytes]], tmp_path: Path
+    prod_settings: Settings, workers: Topology, tmp_path: Path
 ) -> None:
     app = gateway(prod_settings)
     client = app.test_client()
@@ -145,14 +98,14 @@ def test_upload_completes_through_worker_processes_on_real_services(
     assert response.status_code == 202
     # Then the worker processes take it to `completed`
     job = wait_final(client, response.headers["Location"], key)
-    logs = "".join((tmp_path / f"worker-{i}.log").read_text() for i in range(2))
+    logs = workers.log("worker-ingest") + workers.log("worker-index")
     assert job["status"] == "completed", (job, logs[-3000:])
     assert job["counters"]["pages"] == 2 and job["counters"]["points"] == job["counters"]["chunks"] > 0
     # And the original is in the S3 bucket under an id-derived key
     storage = app.extensions["ingest"].storage
     assert storage.exists(f"documents/{tenant_id}/{job['document_id']}.pdf")
     # And, once the index pool has let go of the local folder, the points carry the tenant payload
-    stop(workers)
+    workers.stop()
     client_q = QdrantClient(path=prod_settings.qdrant_path)
     try:
         (collection,) = [c.name for c in client_q.get_collections().collections]
@@ -166,7 +119,7 @@ def test_upload_completes_through_worker_processes_on_real_services(
 
 
 def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
-    prod_settings: Settings, workers: list[subprocess.Popen[bytes]]
+    prod_settings: Settings, workers: Topology
 ) -> None:
     # Given a gateway whose broker cannot be reached
     down = prod_settings.replace(broker_url=f"redis://127.0.0.1:{closed_port()}/0", broker_timeout_s=0.5)

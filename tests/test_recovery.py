@@ -26,7 +26,7 @@ from shared.db import Database
 from shared.models import Job, JobStage, OutboxMessage, utcnow
 from shared.outbox import Relay
 from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
-from shared.settings import Settings
+from shared.settings import Settings, child_environment
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
 from tests.inprocess import create_document_job, in_process_service
 from tests.openai_server import OpenAIServer
@@ -97,24 +97,9 @@ def test_a_crash_between_commit_and_publish_loses_nothing(settings: Settings) ->
 
 
 def worker_env(settings: Settings) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INGEST_")}
-    env.update(
-        {
-            "PYTHONPATH": str(ROOT),
-            "INGEST_DATABASE_URL": settings.database_url,
-            "INGEST_BROKER_URL": settings.broker_url,
-            "INGEST_BROKER_NAMESPACE": settings.broker_namespace,
-            "INGEST_DATA_DIR": settings.data_dir,
-            "INGEST_QDRANT_PATH": settings.qdrant_path,
-            "INGEST_MODEL_CACHE_DIR": MODEL_CACHE_DIR,
-            "INGEST_EMBEDDER": settings.embedder,
-            "INGEST_OPENAI_API_KEY": settings.openai_api_key,
-            "INGEST_OPENAI_BASE_URL": settings.openai_base_url,
-            "INGEST_LEASE_S": str(settings.lease_s),
-            "INGEST_REDIS_HEARTBEAT_TIMEOUT_S": str(settings.redis_heartbeat_timeout_s),
-        }
+    return child_environment(
+        {"PYTHONPATH": str(ROOT), **settings.replace(model_cache_dir=MODEL_CACHE_DIR).to_env()}
     )
-    return env
 
 
 def start_pool(settings: Settings, queues: list[str], log: Path, **env: str) -> subprocess.Popen[bytes]:

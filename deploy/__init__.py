@@ -1,0 +1,1 @@
+"""Deployment: the production process layout, its supervisor, and the local topology of `make up`."""
