@@ -28,8 +28,10 @@ import httpx
 import redis
 from botocore.config import Config
 
+from deploy import topology
 from shared.models import Document, Job, JobEvent, OutboxMessage
-from tests.chaos.cluster import Cluster, process_specs
+from shared.settings import Settings
+from tests.chaos.cluster import Cluster
 from tests.pdfs import text_pdf
 
 MB = 1024 * 1024
@@ -91,9 +93,12 @@ def _run(clients: int, count: int, operation: Callable[[], None]) -> Throughput:
 def measure_accept_path(uploads_per_client: int = 20, clients: tuple[int, ...] = CLIENTS) -> AcceptPath:
     """Run both sides at each concurrency; `uploads_per_client` uploads per client thread (at least 40)."""
     workdir = Path(tempfile.mkdtemp(prefix="accept-bench-"))
-    cluster = Cluster(workdir, None, specs=process_specs(), max_active_jobs=10**7)
+    # The gateway alone (deploy defaults: 2 gunicorn workers of 4 threads): no worker takes the jobs.
+    cluster = Cluster(
+        workdir, None, specs=gateway_only, max_active_jobs=10**7, gateway_workers=2, gateway_threads=4
+    )
     try:
-        cluster.start(processes=("gateway",))
+        cluster.start()
         _, key = cluster.new_tenant("bench")
         make = one_mb_pdfs()
         service, raw = [], []
@@ -105,6 +110,10 @@ def measure_accept_path(uploads_per_client: int = 20, clients: tuple[int, ...] =
     finally:
         cluster.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def gateway_only(settings: Settings) -> list[topology.ProcessSpec]:
+    return topology.process_specs(settings, pools=())[:1]
 
 
 def _uploader(cluster: Cluster, key: str, make: Callable[[], bytes]) -> Callable[[], None]:

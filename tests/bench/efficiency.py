@@ -39,7 +39,7 @@ from shared.local_embedder import LocalEmbedder
 from shared.models import Document, Job, JobStage
 from tests.bench.documents import scanned_document, text_document
 from tests.chaos.check import wait_final
-from tests.chaos.cluster import Cluster, process_specs
+from tests.chaos.cluster import Cluster
 
 
 @dataclass(frozen=True)
@@ -174,7 +174,7 @@ def measure_efficiency(
     raw_s, raw_phases = 0.0, {}
     for count in processes:
         workdir = Path(tempfile.mkdtemp(prefix="efficiency-bench-"))
-        cluster = Cluster(workdir, None, specs=process_specs(threads=1, processes=count), **one_core)
+        cluster = Cluster(workdir, None, worker_processes=count, worker_threads=1, **one_core)
         try:
             cluster.start()
             if not raw_phases:

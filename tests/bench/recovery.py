@@ -11,16 +11,16 @@ hand-off stall and the Redis heartbeat timeout follow it) against an undisturbed
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import shutil
 import tempfile
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from tests.bench.documents import text_document
 from tests.chaos.check import wait_final
-from tests.chaos.cluster import Cluster, process_specs
+from tests.chaos.cluster import INGEST, Cluster, process_specs
 from tests.openai_server import OpenAIServer
 
 LEASES = (30, 4)
@@ -50,7 +50,7 @@ def _run(
             if time.monotonic() > deadline:
                 raise RuntimeError("the embed stage never started")
             time.sleep(0.05)
-        cluster.restart("ingest")
+        cluster.restart(INGEST)
         killed_at = time.monotonic()
     job = wait_final(cluster, tenant_id, 600)[job_id]
     if job.status != "completed":
@@ -66,19 +66,11 @@ def measure_recovery(leases: tuple[int, ...] = LEASES) -> list[Recovery]:
             workdir = Path(tempfile.mkdtemp(prefix="recovery-bench-"))
             markers = workdir / "markers"
             markers.mkdir()
-            slow = (
-                ("SLOW_STAGE", "embed"),
-                ("SLOW_STAGE_S", str(PAUSE_S)),
-                ("SLOW_STAGE_MARKERS", str(markers)),
-            )
-            specs = [
-                dataclasses.replace(s, env=s.env + slow) if s.name == "ingest" else s
-                for s in process_specs(plugins=("tests.slow_stages",))
-            ]
+            slow = {"SLOW_STAGE": "embed", "SLOW_STAGE_S": str(PAUSE_S), "SLOW_STAGE_MARKERS": str(markers)}
             cluster = Cluster(
                 workdir,
                 provider,
-                specs=specs,
+                specs=partial(process_specs, plugins=("tests.slow_stages",), **slow),
                 lease_s=lease,
                 handoff_stall_s=lease,
                 redis_heartbeat_timeout_s=max(5, lease // 2),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tests.bench.documents import text_document
 from tests.chaos.check import wait_final
-from tests.chaos.cluster import Cluster
+from tests.chaos.cluster import INDEX, INGEST, Cluster
 from tests.openai_server import OpenAIServer
 
 PAGES = (10, 1000)
@@ -67,10 +67,10 @@ class _Sampler:
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
-        self.peaks = {"ingest": 0.0, "parse": 0.0, "index": 0.0}
+        self.peaks = {INGEST: 0.0, "parse": 0.0, INDEX: 0.0}
 
     def sample(self) -> None:
-        for pool in ("ingest", "index"):
+        for pool in (INGEST, INDEX):
             process = self.cluster.processes.get(pool)
             if process is None:
                 continue
@@ -89,7 +89,7 @@ def measure_worker_memory(pages: tuple[int, ...] = PAGES) -> list[WorkerMemory]:
             tenant_id, key = cluster.new_tenant("bench")
             for count in pages:
                 pdf = text_document(count)
-                for pool in ("ingest", "index"):
+                for pool in (INGEST, INDEX):
                     cluster.restart(pool)
                 sampler = _Sampler(cluster)
                 started = time.monotonic()
@@ -117,9 +117,9 @@ def measure_worker_memory(pages: tuple[int, ...] = PAGES) -> list[WorkerMemory]:
                         count,
                         job.chunks,
                         time.monotonic() - started,
-                        sampler.peaks["ingest"],
+                        sampler.peaks[INGEST],
                         sampler.peaks["parse"],
-                        sampler.peaks["index"],
+                        sampler.peaks[INDEX],
                     )
                 )
         finally:

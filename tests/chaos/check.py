@@ -3,7 +3,6 @@ store holding exactly one point per chunk of each completed job and none of any 
 
 from __future__ import annotations
 
-import signal
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -12,7 +11,7 @@ from qdrant_client import QdrantClient, models
 from sqlalchemy import select
 
 from shared.models import Job
-from tests.chaos.cluster import Cluster
+from tests.chaos.cluster import INDEX, Cluster
 
 FINAL = {"completed", "failed", "dead_lettered", "cancelled"}
 
@@ -57,7 +56,7 @@ def wait_final(cluster: Cluster, tenant_id: str, timeout_s: float) -> dict[str, 
 def tenant_points(cluster: Cluster, tenant_id: str) -> list[dict[str, object]]:
     """The payload of every point of the tenant, read from the local Qdrant folder while the index
     pool (its one owner) is stopped; the pool is started again afterwards."""
-    cluster.kill("index", signal.SIGTERM)
+    cluster.stop_process(INDEX)
     try:
         client = QdrantClient(path=cluster.settings.qdrant_path)
         try:
@@ -77,7 +76,7 @@ def tenant_points(cluster: Cluster, tenant_id: str) -> list[dict[str, object]]:
         finally:
             client.close()
     finally:
-        cluster.start_process("index")
+        cluster.restart(INDEX, kill=False)
     return found
 
 

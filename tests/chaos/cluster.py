@@ -1,66 +1,49 @@
 """The production topology as real processes on private servers: the service the failure matrix breaks.
 
-PostgreSQL, Redis and `weed mini` of its own; a gunicorn gateway, the two `dramatiq` pools of `make
-worker` (ingest and OCR; one single-threaded pool owning the local Qdrant folder) and the maintenance
-loop, each in a process group of its own so one can be SIGKILLed with its children; and the tests'
+PostgreSQL, Redis and `weed mini` of its own; the processes of deploy/topology.py (the gunicorn
+gateway, the ingest pool, the single-threaded pool owning the local Qdrant folder, the maintenance
+loop), each in a session of its own so one can be SIGKILLed with its children; and the tests'
 OpenAI-compatible embeddings server, which a scenario can make fail.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from deploy import topology
+from deploy.topology import ProcessSpec, Topology
 from shared.db import Database, migrate
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.chaos.servers import PrivatePostgres, PrivateRedis, RestartableS3, free_port, wait_until
+from tests.chaos.servers import PrivatePostgres, PrivateRedis, RestartableS3, free_port
 from tests.openai_server import OpenAIServer
 
 ROOT = Path(__file__).resolve().parents[2]
-BIN = Path(sys.executable).parent
-ACTORS = ("ingest_worker.actors",)
-BACKLOG_OF_INGEST = ("ingest-backlog", "ocr-backlog")
+# The worker pools of the topology the failure matrix breaks (bulk and webhooks have no work here).
+POOLS = ("worker-ingest", "worker-index")
+INGEST, INDEX = POOLS
 
 
-@dataclass(frozen=True)
-class ProcessSpec:
-    """One production process: its name, command line and environment on top of the service's."""
-
-    name: str
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...] = ()
-
-
-def process_specs(threads: int = 2, processes: int = 1, plugins: tuple[str, ...] = ()) -> list[ProcessSpec]:
-    """The processes of `make gateway`, `make worker` (without a Qdrant URL) and `make maintenance`."""
-    dramatiq = (sys.executable, "-m", "dramatiq", *ACTORS, *plugins, "--worker-shutdown-timeout", "5000")
-    return [
-        ProcessSpec(
-            "gateway",
-            (str(BIN / "gunicorn"), "-c", str(ROOT / "deploy/gunicorn.conf.py"), "gateway.wsgi:app"),
-            (("GUNICORN_WORKERS", "1"), ("GUNICORN_THREADS", "8")),
-        ),
-        ProcessSpec(
-            "ingest",
-            (*dramatiq, "-p", str(processes), "-t", str(threads), "-Q", "ingest", "ocr", *BACKLOG_OF_INGEST),
-        ),
-        ProcessSpec(
-            "index",
-            (*dramatiq, "-p", "1", "-t", "1", "-Q", "index", "index-backlog"),
-        ),
-        ProcessSpec("maintenance", (sys.executable, "-m", "ingest_worker.maintenance")),
-    ]
+def process_specs(settings: Settings, *, plugins: tuple[str, ...] = (), **env: str) -> list[ProcessSpec]:
+    """The production processes for `settings` (deploy/topology.py), the ingest pool loading `plugins`
+    beside the actors, with `env` added to its environment (a test plug-in's knobs)."""
+    specs = []
+    for spec in topology.process_specs(settings, pools=POOLS):
+        if spec.name == INGEST and (plugins or env):
+            at = spec.argv.index(topology.ACTORS_MODULE) + 1
+            spec = dataclasses.replace(
+                spec, argv=[*spec.argv[:at], *plugins, *spec.argv[at:]], env={**spec.env, **env}
+            )
+        specs.append(spec)
+    return specs
 
 
 class Cluster:
@@ -71,7 +54,7 @@ class Cluster:
         workdir: Path,
         provider: OpenAIServer | None,
         *,
-        specs: list[ProcessSpec] | None = None,
+        specs: Callable[[Settings], list[ProcessSpec]] = process_specs,
         **overrides: Any,
     ) -> None:
         self.workdir = workdir
@@ -99,6 +82,12 @@ class Cluster:
             s3_secret_access_key=self.s3.secret_access_key,
             qdrant_path=str(workdir / "qdrant"),
             port=self.port,
+            model_cache_dir=os.environ.get("INGEST_MODEL_CACHE_DIR", str(ROOT / "var" / "models")),
+            log_level="WARNING",
+            gateway_workers=1,
+            gateway_threads=8,
+            worker_processes=1,
+            worker_threads=2,
             # Recovery tuned for a test that kills workers every few seconds: short leases and a
             # frequent sweeper, so each kill costs seconds, not the production half minute.
             lease_s=4,
@@ -108,78 +97,45 @@ class Cluster:
             # A job killed over and over by the matrix is still a good job: it must complete.
             max_recoveries=20,
         ).replace(**{**embedder, **overrides})
-        self.specs = {spec.name: spec for spec in specs or process_specs()}
-        self.processes: dict[str, subprocess.Popen[bytes]] = {}
+        self.topology = Topology(specs(self.settings), workdir / "logs")
         self.db: Database | None = None
-
-    def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("INGEST_")}
-        env.update(
-            PYTHONPATH=str(ROOT),
-            OMP_THREAD_LIMIT="1",
-            INGEST_MODEL_CACHE_DIR=os.environ.get("INGEST_MODEL_CACHE_DIR", str(ROOT / "var" / "models")),
-            INGEST_LOG_LEVEL="WARNING",
-        )
-        defaults = Settings()
-        for name, value in vars(self.settings).items():
-            if value != getattr(defaults, name):
-                env["INGEST_" + name.upper()] = str(value)
-        return env
 
     # --- servers and processes --------------------------------------------------------------
 
-    def start(self, processes: tuple[str, ...] | None = None) -> None:
-        """Start the servers, then the named processes (all by default)."""
+    def start(self) -> None:
+        """Start the servers, then the processes."""
         self.postgres.init()
         self.redis.start()
         self.s3.start()
         migrate(self.settings.database_url)
         self.db = Database(self.settings.database_url)
-        for name in self.specs if processes is None else processes:
-            self.start_process(name)
-        if "gateway" in self.processes:
-            self.wait_gateway()
+        self.topology.start()
+        self.topology.wait_ready(f"{self.base_url}/healthz")
 
-    def wait_gateway(self) -> None:
-        wait_until(lambda: httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200, 60, "gateway")
+    @property
+    def processes(self) -> dict[str, Any]:
+        return self.topology.procs
 
-    def start_process(self, name: str) -> None:
-        spec = self.specs[name]
-        log = (self.workdir / f"{name}.log").open("ab")
-        self.processes[name] = subprocess.Popen(
-            spec.argv,
-            env={**self.env(), **dict(spec.env)},
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        log.close()
-
-    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
-        """Signal the process's whole group (a SIGKILL takes its worker children too) and reap it."""
-        process = self.processes.pop(name, None)
-        if process is None or process.poll() is not None:
-            return
+    def kill(self, name: str) -> None:
+        """SIGKILL the process's whole group (its main process and every child), as the OOM killer
+        or a lost host would."""
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        if sig != signal.SIGKILL:
-            # Children of a gracefully stopped group that outlived it.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
+            os.killpg(self.topology.procs[name].pid, signal.SIGKILL)
+        self.topology.wait_exit(name, 30)
 
-    def restart(self, name: str, sig: int = signal.SIGKILL) -> None:
-        self.kill(name, sig)
-        self.start_process(name)
+    def stop_process(self, name: str) -> None:
+        """Stop it gracefully (SIGTERM to its main process) and wait for it."""
+        self.topology.kill(name, signal.SIGTERM)
+        self.topology.wait_exit(name, 60)
+
+    def restart(self, name: str, *, kill: bool = True) -> None:
+        """Start it again, SIGKILLed first unless it has already stopped."""
+        if kill:
+            self.kill(name)
+        self.topology.restart(name)
 
     def stop(self) -> None:
-        for name in list(self.processes):
-            self.kill(name, signal.SIGTERM)
+        self.topology.stop()
         if self.db is not None:
             self.db.engine.dispose()
         self.s3.stop()
@@ -187,7 +143,7 @@ class Cluster:
         self.postgres.stop()
 
     def log_tail(self, name: str, lines: int = 40) -> str:
-        path = self.workdir / f"{name}.log"
+        path = self.workdir / "logs" / f"{name}.log"
         if not path.exists():
             return ""
         return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
@@ -215,7 +171,3 @@ def running_cluster(workdir: Path) -> Iterator[tuple[Cluster, OpenAIServer]]:
             yield cluster, provider
         finally:
             cluster.stop()
-
-
-def pause(seconds: float) -> None:
-    time.sleep(seconds)

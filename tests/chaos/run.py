@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.bench.machine import describe_machine
 from tests.chaos.check import Verdict, check
-from tests.chaos.cluster import running_cluster
+from tests.chaos.cluster import POOLS, running_cluster
 from tests.chaos.scenarios import CLEAN_UP, SCENARIOS, Context, Scenario
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -74,7 +74,7 @@ def main() -> int:
                 for problem in verdict.problems[:20]:
                     print(f"    {problem}", file=sys.stderr)
                 if not verdict.passed:
-                    for name in ("ingest", "index", "maintenance"):
+                    for name in (*POOLS, "maintenance"):
                         print(f"--- {name} log ---\n{cluster.log_tail(name, 15)}", file=sys.stderr)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)

@@ -18,7 +18,7 @@ from shared.models import Job
 from tests import hostile_pdfs
 from tests.bench.documents import prose_pages
 from tests.chaos.check import Expected
-from tests.chaos.cluster import Cluster
+from tests.chaos.cluster import INDEX, INGEST, Cluster
 from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
@@ -98,7 +98,7 @@ def worker_kills(ctx: Context) -> list[Expected]:
     for kill in range(KILLS):
         expected += ctx.good(1, pages=4, prefix=f"kill{kill}")
         time.sleep(ctx.rng.uniform(0.3, 2.0))
-        ctx.cluster.restart(ctx.rng.choice(["ingest", "ingest", "index"]))
+        ctx.cluster.restart(ctx.rng.choice([INGEST, INGEST, INDEX]))
     return expected
 
 
