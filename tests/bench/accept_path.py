@@ -101,6 +101,8 @@ def measure_accept_path(uploads_per_client: int = 20, clients: tuple[int, ...] =
         cluster.start()
         _, key = cluster.new_tenant("bench")
         make = one_mb_pdfs()
+        # Not timed: each gunicorn worker's first requests open its connections and finish its imports.
+        _run(8, 16, _uploader(cluster, key, make))
         service, raw = [], []
         for n in clients:
             count = max(40, n * uploads_per_client)
