@@ -32,9 +32,10 @@ def accept_section(result: accept_path.AcceptPath) -> str:
         "## Accept path\n\n"
         f"`tests/bench/accept_path.py`: uploads of distinct {result.pdf_bytes / 1024 / 1024:.0f} MB PDFs to "
         "the gunicorn gateway (2 workers of 4 threads, the deploy defaults) on a private PostgreSQL, Redis "
-        "and S3 server (`weed mini`), with no worker consuming, after a few uploads to warm it up; beside a raw loop doing an accepted upload's three "
-        "operations with the same number of client threads: `put_object` with boto3, the document, job, "
-        "event and outbox rows with SQLAlchemy, a message pushed on a Redis list.\n\n"
+        "and S3 server (`weed mini`), with no worker consuming, after a few uploads to warm it up; "
+        "beside a raw loop doing an accepted upload's three operations with the same number of client "
+        "threads: `put_object` with boto3, the document, job, event and outbox rows with SQLAlchemy, a "
+        "message pushed on a Redis list.\n\n"
         + "\n".join([accept_path.TABLE_HEADER, *accept_path.table_rows(result)])
         + f"\n\nTarget: at least {ACCEPT_SHARE:.0%} of the raw loop's throughput at every level: "
         f"{_verdict(min(shares) >= ACCEPT_SHARE)} (lowest {min(shares):.0%}). What the gateway adds to "
