@@ -13,13 +13,14 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run up down test bench lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract model clean help
+.PHONY: run up down test bench chaos lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
 	@echo "make test     - the whole test suite"
 	@echo "make lint     - ruff and mypy"
-	@echo "make bench    - benchmarks, saved to docs/bench.md"
+	@echo "make bench    - benchmarks, saved to docs/bench.md (BENCH=accept,hops runs some parts; QUICK=1)"
+	@echo "make chaos    - the failure matrix, saved to docs/chaos.md (SCENARIOS=s3_outage,... runs some)"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
 	@echo "make up / make down - the production topology as separate processes on this machine"
@@ -61,10 +62,19 @@ run: $(RUNTIME_STAMP) tesseract model
 test: $(DEV_STAMP) tesseract model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# Benchmarks: stage speeds, end-to-end times and the gateway's memory on a large upload; the table
-# is printed and saved to docs/bench.md. Needs Redis (127.0.0.1:6379) for the upload benchmark.
+# Benchmarks: stage speeds, end-to-end times, the production processes against raw loops, memory,
+# recovery and fairness; printed, and saved to docs/bench.md when every part ran. Needs Redis
+# (127.0.0.1:6379) for the upload and fairness parts; the others start private servers.
+BENCH ?=
+QUICK ?=
 bench: $(DEV_STAMP) tesseract model
-	$(PY) -m tests.bench.run
+	$(PY) -m tests.bench.run $(if $(BENCH),--parts $(BENCH)) $(if $(QUICK),--quick)
+
+# The failure matrix on private PostgreSQL, Redis and S3 servers and real processes; exits non-zero
+# when a scenario fails. Printed, and saved to docs/chaos.md when every scenario ran.
+SCENARIOS ?=
+chaos: $(DEV_STAMP) tesseract model
+	$(PY) -m tests.chaos.run $(if $(SCENARIOS),--only $(SCENARIOS))
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .

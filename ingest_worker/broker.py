@@ -57,8 +57,8 @@ def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
         slots,
         cap=settings.tenant_max_concurrency,
         bulk_cap=settings.bulk_max_concurrency,
-        # Longer than any stage's time limit, so a live message never loses its slot.
-        slot_ttl_ms=(2 * 60 + 5) * 60 * 1000,
+        # Renewed while its message runs, so a killed worker's slot comes back as its job's lease does.
+        slot_ttl_ms=settings.lease_s * 1000,
         requeue_delay_ms=(200, 1000),
     )
 

@@ -31,7 +31,9 @@ from shared.errors import (
     PermanentError,
     ProcessingTimeoutError,
     StaleTransitionError,
+    StorageUnavailableError,
     TransientError,
+    VectorStoreUnavailableError,
 )
 from shared.jobs import TERMINAL, JobSnapshot
 from shared.models import DeadLetter, Job, JobStatus, Tenant, TenantStatus, utcnow
@@ -57,6 +59,14 @@ class RetryPolicy:
     max_retries: int
     min_backoff_ms: int
     max_backoff_ms: int
+    # Retries while a service we run (object storage, the vector store) is unavailable: the input is
+    # not at fault, so the job waits out the outage (within its deadline) instead of dead-lettering
+    # after the few retries meant for errors of its own.
+    outage_retries: int = 20
+
+
+# The errors that say a service we run is down, not that something is wrong with the job.
+OUTAGES = (StorageUnavailableError, VectorStoreUnavailableError)
 
 
 StageWork = Callable[[Resources, JobSnapshot], StageResult]
@@ -201,7 +211,8 @@ def retry_or_dead_letter(
     """A transient failure: raise `dramatiq.Retry` with backoff, or dead-letter on the last attempt."""
     error = classify(exc)
     retries = _current_retries()
-    if retries >= policy.max_retries:
+    limit = max(policy.max_retries, policy.outage_retries if isinstance(error, OUTAGES) else 0)
+    if retries >= limit:
         logger.error("job %s: %s failed on its last attempt (%s)", job_id, stage, error.code, exc_info=exc)
         _dead_letter(res, job_id, stage, error, retries)
         return HALT
@@ -221,6 +232,10 @@ def retry_or_dead_letter(
         exc_info=exc,
     )
     _mark_retrying(res, job_id, error)
+    message = CurrentMessage.get_current_message()
+    if message is not None:
+        # Dramatiq's Retries middleware would stop at the actor's own count.
+        message.options["max_retries"] = limit
     raise dramatiq.Retry(error.code, delay=delay) from exc
 
 

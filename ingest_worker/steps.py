@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -18,6 +19,7 @@ import numpy as np
 
 from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
+from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.runner import StageResult, check_not_cancelled
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
@@ -31,11 +33,21 @@ from ingest_worker.stages.models import (
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
-from shared.errors import DocumentDeletedError, NoTextError, PointCountMismatchError
+from shared.embeddings import Embedder
+from shared.errors import (
+    DocumentDeletedError,
+    EmbeddingUnavailableError,
+    NoTextError,
+    PointCountMismatchError,
+)
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
 from shared.vectorstore import point_id
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
+
+# A failed embedding batch is tried again after a short pause; a provider asking for a longer one than
+# this gets it from the stage's own retry policy instead of a sleeping worker thread.
+BATCH_BACKOFF_MS = (200, 5000)
 
 
 def artifact_key(job_id: str, name: str) -> str:
@@ -135,7 +147,9 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
     for start in range(0, len(chunks), batch):
         check_not_cancelled(res, job.id)
         part = chunks[start : start + batch]
-        vectors.extend(embedder.embed([c.text for c in part]))
+        vectors.extend(
+            _embed_batch(embedder, [c.text for c in part], attempts=res.settings.embed_batch_attempts)
+        )
         metrics.EMBEDDING_TOKENS.labels(res.settings.embedder).inc(sum(c.token_count for c in part))
     buffer = io.BytesIO()
     np.save(buffer, np.asarray(vectors, dtype=np.float32))
@@ -145,6 +159,21 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
         fields={"embedding_model": embedder.model_name, "embedding_dim": embedder.dimension},
         artifact_key=key,
     )
+
+
+def _embed_batch(embedder: Embedder, texts: list[str], *, attempts: int) -> list[list[float]]:
+    """One batch, tried up to `attempts` times while the provider is unavailable (429, 5xx, timeouts),
+    so a long document does not need every batch to succeed in one go."""
+    for attempt in range(max(1, attempts)):
+        try:
+            return embedder.embed(texts)
+        except EmbeddingUnavailableError as exc:
+            low, high = BATCH_BACKOFF_MS
+            pause = backoff_ms(attempt, min_ms=low, max_ms=high, retry_after_s=exc.retry_after_s)
+            if attempt + 1 >= attempts or pause > high:
+                raise
+            time.sleep(pause / 1000)
+    raise AssertionError("unreachable")
 
 
 def index(res: Resources, job: JobSnapshot) -> StageResult:

@@ -180,7 +180,12 @@ def make_broker(settings: Settings, middleware: list[Middleware] | None = None) 
             socket_timeout=max(settings.broker_timeout_s, 10.0),
             health_check_interval=30,
         )
-        broker = RedisBroker(
+
+        class PollingRedisBroker(RedisBroker):
+            def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Any:
+                return super().consume(queue_name, prefetch, min(timeout, settings.redis_poll_max_ms))
+
+        broker = PollingRedisBroker(
             client=client,
             middleware=middleware,
             namespace=settings.broker_namespace,

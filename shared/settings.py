@@ -34,6 +34,9 @@ class Settings:
     # Chance (out of 1,000,000) that a Redis consumer runs the broker's maintenance on a fetch, which
     # is what requeues a dead worker's messages; Dramatiq's default (1,000) takes minutes.
     redis_maintenance_chance: int = 20_000
+    # An idle Redis consumer polls again after a growing pause of at most this long, which bounds how
+    # long a stage handed on to a quiet queue waits; the `dramatiq` command's own bound is a second.
+    redis_poll_max_ms: int = 1000
 
     # Object storage: "local" (a directory) or "s3" (any S3 API server through boto3).
     storage_backend: str = "local"
@@ -53,6 +56,9 @@ class Settings:
     # Embeddings: "local" (offline all-MiniLM-L6-v2 on onnxruntime) or "openai".
     embedder: str = "local"
     embed_batch_size: int = 32
+    # Tries of one embedding batch before the embed stage fails (and is retried whole by its policy):
+    # a provider failing now and then must not make a long document's many batches all-or-nothing.
+    embed_batch_attempts: int = 4
     embed_threads: int = 1
     model_cache_dir: str = ""
     openai_api_key: str = field(default="", repr=False)

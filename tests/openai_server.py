@@ -6,6 +6,7 @@ import base64
 import contextlib
 import hashlib
 import json
+import random
 import threading
 import time
 from collections.abc import Mapping
@@ -53,6 +54,10 @@ class _Script:
     requests: list[RecordedRequest] = field(default_factory=list)
     reverse_order: bool = False
     floats_only: bool = False
+    # A share of all requests answered with one of these faults, drawn at random (a flaky provider).
+    flaky_share: float = 0.0
+    flaky_kinds: tuple[str, ...] = ()
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
 
 
 def vector_for(model: str, text: str, dimension: int) -> list[float]:
@@ -90,6 +95,13 @@ class OpenAIServer:
         with self._lock:
             self._script.faults.extend([(kind, dict(headers or {}))] * times)
 
+    def fail_share(self, share: float, kinds: tuple[str, ...] = ("rate_limited", "unavailable")) -> None:
+        """From now on answer about `share` of all requests with one of `kinds` (0 stops), at random."""
+        if not all(kind in CANNED for kind in kinds) or not 0 <= share <= 1:
+            raise ValueError(f"not a share of canned faults: {share}, {kinds}")
+        with self._lock:
+            self._script.flaky_share, self._script.flaky_kinds = share, kinds
+
     def answer_out_of_order(self) -> None:
         """List the vectors of each answer last to first (each keeps its `index`), as servers may."""
         with self._lock:
@@ -121,6 +133,9 @@ class OpenAIServer:
         with self._lock:
             self._script.requests.append(RecordedRequest(model, inputs, dimensions, encoding, authorization))
             kind, headers = self._script.faults.pop(0) if self._script.faults else ("", {})
+            script = self._script
+            if not kind and script.flaky_share and script.rng.random() < script.flaky_share:
+                kind = script.rng.choice(script.flaky_kinds)
             reverse = self._script.reverse_order
             encoding = None if self._script.floats_only else encoding
         presented = authorization.removeprefix("Bearer ")

@@ -17,6 +17,7 @@ from sqlalchemy import select
 import ingest_worker.actors as actors
 from ingest_worker.resources import Resources
 from ingest_worker.runner import RetryPolicy
+from shared.errors import StorageUnavailableError
 from shared.models import DeadLetter, JobEvent, JobStage
 from shared.settings import Settings
 from tests import openai_server
@@ -85,6 +86,8 @@ def service(
             openai_api_key=provider.api_key,
             openai_base_url=provider.base_url,
             tenant_max_concurrency=1,
+            # Each fault reaches the stage's policy, which is what these tests are about.
+            embed_batch_attempts=1,
         )
         with in_process_service(settings, threads=2) as service:
             yield Service(service.app, service.resources, service.broker, provider)
@@ -179,3 +182,56 @@ def test_one_tenants_burst_does_not_starve_another_tenants_upload(service: Servi
     assert done_before < 15
     for job_id in backlog:
         assert service.wait_final(a, job_id, timeout_s=120)["status"] == "completed"
+
+
+def test_an_outage_of_object_storage_is_waited_out_beyond_the_stage_retries(
+    service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given an index stage allowed one retry for its own errors and four while a service is down
+    policy = RetryPolicy(max_retries=1, min_backoff_ms=50, max_backoff_ms=100, outage_retries=4)
+    monkeypatch.setitem(actors.STAGE_POLICIES, "index", (policy, actors.STAGE_POLICIES["index"][1]))
+    # And object storage that cannot be reached for the index stage's first three attempts (only the
+    # index stage reads the vectors)
+    storage = service.resources.storage
+    real_get_bytes, failures = storage.get_bytes, {"left": 3}
+
+    def get_bytes(key: str) -> bytes:
+        if key.endswith("vectors.npy") and failures["left"]:
+            failures["left"] -= 1
+            raise StorageUnavailableError()
+        return real_get_bytes(key)
+
+    monkeypatch.setattr(storage, "get_bytes", get_bytes)
+    key = tenant_key(service.app, "acme")
+    # When a document is uploaded
+    job_id = service.upload(key, "Indexed once the object store is back.")["job_id"]
+    # Then the job waits the outage out and completes, its index stage run four times
+    job = service.wait_final(key, job_id)
+    assert job["status"] == "completed", job
+    assert service.stage_attempts(job_id)["index"] == 4
+
+
+def test_a_failed_embedding_batch_is_tried_again_in_place(
+    settings: Settings, redis_url: str, broker_namespace: str
+) -> None:
+    # Given a provider that answers 429 or 503 to three calls in a row, and four tries per batch
+    with OpenAIServer() as provider:
+        settings = settings.replace(
+            broker_url=redis_url,
+            broker_namespace=broker_namespace,
+            embedder="openai",
+            openai_api_key=provider.api_key,
+            openai_base_url=provider.base_url,
+            embed_batch_attempts=4,
+        )
+        with in_process_service(settings, threads=1) as running:
+            service = Service(running.app, running.resources, running.broker, provider)
+            key = tenant_key(service.app, "acme")
+            provider.fail_next("rate_limited", times=2)
+            provider.fail_next("unavailable")
+            # When a document is uploaded
+            job_id = service.upload(key, "Embedded on the fourth try of its batch.")["job_id"]
+            # Then it completes with one run of the embed stage, the batch sent four times
+            assert service.wait_final(key, job_id)["status"] == "completed"
+            assert service.stage_attempts(job_id)["embed"] == 1
+            assert len(provider.requests) == 4

@@ -3,8 +3,10 @@
 Over the cap, a message goes back to its queue with a short delay and is skipped, without spending
 a retry, so one tenant's burst cannot hold every worker while another tenant waits. Slots live in
 Redis when Redis is the broker (shared by all workers) and in memory otherwise (one process).
-Every slot expires by itself, so one held by a killed worker comes back. Bulk (reindex) messages
-share one pool of slots of their own, whatever their tenant.
+Every slot expires by itself unless the worker holding it renews it (a thread of each worker process
+renews its slots every third of their lifetime), so one held by a killed worker comes back within a
+lifetime, as its job's lease does, while a long stage keeps its slot as long as it runs.
+Bulk (reindex) messages share one pool of slots of their own, whatever their tenant.
 """
 
 from __future__ import annotations
@@ -42,6 +44,8 @@ class SlotStore(Protocol):
 
     def release(self, tenant_id: str, slot: str) -> None: ...
 
+    def renew(self, tenant_id: str, slot: str, *, ttl_ms: int) -> None: ...
+
 
 class RedisSlots:
     """Slots as a sorted set per tenant, scored by expiry time."""
@@ -61,6 +65,12 @@ class RedisSlots:
 
     def release(self, tenant_id: str, slot: str) -> None:
         self.client.zrem(self._key(tenant_id), slot)
+
+    def renew(self, tenant_id: str, slot: str, *, ttl_ms: int) -> None:
+        key = self._key(tenant_id)
+        # XX: a slot that expired (and may have been taken by another) is not brought back.
+        self.client.zadd(key, {slot: int(time.time() * 1000) + ttl_ms}, xx=True)
+        self.client.pexpire(key, ttl_ms)
 
 
 class LocalSlots:
@@ -85,6 +95,12 @@ class LocalSlots:
         with self._lock:
             self._slots.get(tenant_id, {}).pop(slot, None)
 
+    def renew(self, tenant_id: str, slot: str, *, ttl_ms: int) -> None:
+        with self._lock:
+            held = self._slots.get(tenant_id, {})
+            if slot in held:
+                held[slot] = time.monotonic() + ttl_ms / 1000
+
 
 class TenantConcurrency(Middleware):
     """Caps each tenant's messages in progress at `cap`; the rest wait a little and come back."""
@@ -104,6 +120,10 @@ class TenantConcurrency(Middleware):
         self.slot_ttl_ms = slot_ttl_ms
         self.requeue_delay_ms = requeue_delay_ms
         self._held = threading.local()
+        # Every slot this process holds, renewed by one thread started with the first (after any fork).
+        self._holding: dict[str, str] = {}
+        self._holding_lock = threading.Lock()
+        self._renewer: threading.Thread | None = None
 
     def before_process_message(self, broker: Broker, message: Any) -> None:
         if message.options.get("bulk"):
@@ -115,16 +135,34 @@ class TenantConcurrency(Middleware):
         slot = uuid.uuid4().hex
         if self.slots.acquire(owner, slot, cap=cap, ttl_ms=self.slot_ttl_ms):
             self._held.slot = (owner, slot)
+            with self._holding_lock:
+                self._holding[slot] = owner
+                if self._renewer is None or not self._renewer.is_alive():
+                    self._renewer = threading.Thread(target=self._renew, name="tenant-slots", daemon=True)
+                    self._renewer.start()
             return
         delay = random.randint(*self.requeue_delay_ms)
         logger.debug("%s is at its cap of %s; %s back in %s ms", owner, cap, message, delay)
         broker.enqueue(message._message.copy(), delay=delay)
         raise SkipMessage()
 
+    def _renew(self) -> None:
+        while True:
+            time.sleep(self.slot_ttl_ms / 3000)
+            with self._holding_lock:
+                holding = list(self._holding.items())
+            for slot, tenant_id in holding:
+                try:
+                    self.slots.renew(tenant_id, slot, ttl_ms=self.slot_ttl_ms)
+                except Exception:
+                    logger.warning("could not renew a slot of tenant %s", tenant_id, exc_info=True)
+
     def _release(self) -> None:
         held = getattr(self._held, "slot", None)
         if held is not None:
             self._held.slot = None
+            with self._holding_lock:
+                self._holding.pop(held[1], None)
             self.slots.release(*held)
 
     def after_process_message(

@@ -32,6 +32,19 @@ class Results:
     duration_s: float
     machine: list[tuple[str, str]]
     load: tuple[float, float]  # one-minute load average at the start and at the end
+    # The parts a run measured (`make bench BENCH=...` runs some of them).
+    pipeline: Pipeline | None = None
+    upload: UploadMemory | None = None
+    fairness: Fairness | None = None
+    reindex: ReindexLatency | None = None
+    # Sections of the production-topology parts, already rendered.
+    production: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """The stages on their own and whole documents through the embedded process."""
+
     extraction: Extraction
     ocr: Ocr
     embeddings: list[Embedding]
@@ -41,9 +54,6 @@ class Results:
     reference_floor_s: dict[str, float]  # EndToEnd.name → the earlier end-to-end figure
     worker_threads: int  # of the embedded process
     embed_threads: int  # onnxruntime threads of the embedded process's embedder
-    upload: UploadMemory
-    fairness: Fairness
-    reindex: ReindexLatency
 
 
 def render(results: Results) -> str:
@@ -55,16 +65,25 @@ def render(results: Results) -> str:
         "machines (ARCHITECTURE.md §10). Numbers move with the machine and with whatever else runs on it: "
         "compare runs made on a quiet machine.",
         _machine(results),
-        _stages(results),
-        _end_to_end(results),
-        _where_the_time_goes(results),
-        f"## Gateway memory during a {results.upload.mb} MB upload\n\n"
-        "`tests/bench/upload_memory.py`: gunicorn (one worker) on SQLite and a local object store, Redis "
-        "as the broker with no consumer, the file sent by curl; the worker's resident memory sampled every "
-        f"20 ms.\n\n{TABLE_HEADER}\n{table_row(results.upload)}",
-        _fairness(results.fairness),
-        _reindex(results.reindex),
     ]
+    if results.pipeline is not None:
+        parts += [
+            _stages(results.pipeline),
+            _end_to_end(results.pipeline),
+            _where_the_time_goes(results.pipeline),
+        ]
+    parts += results.production
+    if results.upload is not None:
+        parts.append(
+            f"## Gateway memory during a {results.upload.mb} MB upload\n\n"
+            "`tests/bench/upload_memory.py`: gunicorn (one worker) on SQLite and a local object store, Redis "
+            "as the broker with no consumer, the file sent by curl; the worker's resident memory sampled "
+            f"every 20 ms.\n\n{TABLE_HEADER}\n{table_row(results.upload)}"
+        )
+    if results.fairness is not None:
+        parts.append(_fairness(results.fairness))
+    if results.reindex is not None:
+        parts.append(_reindex(results.reindex))
     return "\n\n".join(parts) + "\n"
 
 
@@ -81,7 +100,7 @@ def _machine(results: Results) -> str:
     return text
 
 
-def _stages(results: Results) -> str:
+def _stages(results: Pipeline) -> str:
     x, o = results.extraction, results.ocr
     rows = [
         (
@@ -115,7 +134,7 @@ def _stages(results: Results) -> str:
     )
 
 
-def floor_s(run: EndToEnd, results: Results) -> float:
+def floor_s(run: EndToEnd, results: Pipeline) -> float:
     """What the stage benchmarks say the document must cost at least: extraction, OCR and embedding."""
     one_thread = next(e for e in results.embeddings if e.threads == 1)
     return (
@@ -125,7 +144,7 @@ def floor_s(run: EndToEnd, results: Results) -> float:
     )
 
 
-def _end_to_end(results: Results) -> str:
+def _end_to_end(results: Pipeline) -> str:
     labels = {
         results.cold.name: "1-page text PDF, the first job (cold)",
         results.text.name: f"{results.text.pages}-page text PDF",
@@ -172,7 +191,7 @@ def _end_to_end(results: Results) -> str:
     )
 
 
-def _where_the_time_goes(results: Results) -> str:
+def _where_the_time_goes(results: Pipeline) -> str:
     text, scan, cold = results.text, results.scan, results.cold
     embed, ocr = text.stages["embed"], scan.stages["ocr"]
     lines = [

@@ -100,7 +100,7 @@ def measure_upload_memory(mb: int = 200) -> UploadMemory:
         "INGEST_BROKER_URL": os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0"),
         "INGEST_BROKER_NAMESPACE": f"upload-bench-{port}",
         "INGEST_PORT": str(port),
-        "GUNICORN_WORKERS": "1",
+        "INGEST_GATEWAY_WORKERS": "1",
     }
     server: subprocess.Popen[bytes] | None = None
     try:
