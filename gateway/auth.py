@@ -22,6 +22,9 @@ F = TypeVar("F", bound=Callable[..., Any])
 class Caller:
     tenant_id: str | None
     role: str
+    # The tenant's own upload limit (None: the service default), read with the key so that an
+    # upload needs no second look at the tenant row before it streams.
+    max_upload_mb: int | None = None
 
 
 def _caller() -> Caller:
@@ -36,7 +39,11 @@ def _caller() -> Caller:
         api_key, tenant = found
         if tenant is not None and tenant.status != TenantStatus.ACTIVE.value:
             raise TenantSuspendedError()
-        caller = Caller(tenant_id=tenant.id if tenant else None, role=api_key.role)
+        caller = Caller(
+            tenant_id=tenant.id if tenant else None,
+            role=api_key.role,
+            max_upload_mb=tenant.max_upload_mb if tenant else None,
+        )
     ingest_logging.bind(tenant_id=caller.tenant_id)
     return caller
 

@@ -18,7 +18,7 @@ from werkzeug.datastructures import FileStorage
 
 from gateway.representations import job_body
 from gateway.services import Services
-from shared import operations
+from shared import operations, outbox
 from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
 from shared.jobs import latest_job_of_document
 from shared.models import Document, Job, new_id
@@ -138,9 +138,9 @@ def _accept_once(
     for item in new_files:
         item.document_id = new_id()
         item.object_key = f"documents/{tenant_id}/{item.document_id}.pdf"
-        svc.storage.put_file(item.object_key, item.upload.stream)
+        svc.storage.put_file(item.object_key, item.upload.stream, size=item.size)
 
-    created: list[str] = []
+    published: list[int] = []
     try:
         with svc.db.transaction() as session:
             tenant = operations.lock_tenant(session, tenant_id)
@@ -171,7 +171,7 @@ def _accept_once(
                 )
                 item.job = job_body(job)
                 item.new_job = True
-                created.append(job.id)
+            published = outbox.added_ids(session)
     except BaseException:
         for item in new_files:
             if item.object_key:
@@ -185,4 +185,4 @@ def _accept_once(
         else:
             item.job = job_body(job) if job is not None else None
         item.duplicate = True
-    svc.relay.publish_for_jobs(created)
+    svc.relay.publish(published)

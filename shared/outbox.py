@@ -31,6 +31,8 @@ ACTIVE_STATUSES = [
     s.value for s in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING, JobStatus.CANCEL_REQUESTED)
 ]
 MAX_BACKOFF_S = 60
+# Where a session keeps the ids of the outbox rows added in it, for the fast path after its commit.
+_ADDED = "outbox_added"
 
 
 def add_message(session: Session, job_id: str, stage: str, *, part: int | None = None) -> OutboxMessage:
@@ -39,7 +41,14 @@ def add_message(session: Session, job_id: str, stage: str, *, part: int | None =
     row = OutboxMessage(job_id=job_id, stage=stage, part=part)
     session.add(row)
     session.flush()
+    session.info.setdefault(_ADDED, []).append(row.id)
     return row
+
+
+def added_ids(session: Session) -> list[int]:
+    """The ids of the outbox rows this session has added: what to hand to `Relay.publish` once the
+    transaction has committed (no query needed to find them again)."""
+    return list(session.info.get(_ADDED, ()))
 
 
 class Relay:

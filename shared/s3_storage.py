@@ -227,11 +227,16 @@ class S3Storage:
 
     # --- ObjectStorage -------------------------------------------------------------------------
 
-    def put_file(self, key: str, fileobj: BinaryIO) -> None:
-        """Stream `fileobj` to `key`; multipart above MULTIPART_CHUNK_BYTES, memory stays bounded."""
+    def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
+        """Stream `fileobj` to `key`; multipart above MULTIPART_CHUNK_BYTES, memory stays bounded.
+        An object known to fit one part goes in one PUT: the transfer manager's threads and futures
+        cost more than the request itself for the usual upload of a few MB."""
         client = self._ready()
         try:
-            client.upload_fileobj(fileobj, self.bucket, key, Config=self.transfer_config)
+            if size is not None and size <= MULTIPART_CHUNK_BYTES:
+                client.put_object(Bucket=self.bucket, Key=key, Body=fileobj, ContentLength=size)
+            else:
+                client.upload_fileobj(fileobj, self.bucket, key, Config=self.transfer_config)
         except VENDOR_ERRORS as exc:
             raise _translate(exc) from exc
 

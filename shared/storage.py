@@ -21,8 +21,9 @@ COPY_BUFFER_BYTES = 1024 * 1024
 class ObjectStorage(Protocol):
     """What the service needs from an object store."""
 
-    def put_file(self, key: str, fileobj: BinaryIO) -> None:
-        """Store a readable binary stream under `key`, streaming (never whole in memory)."""
+    def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
+        """Store a readable binary stream under `key`, streaming (never whole in memory); `size`,
+        when the caller knows it, lets a small object go in one request."""
 
     def put_bytes(self, key: str, data: bytes) -> None:
         """Store a small value (an artifact) under `key`."""
@@ -59,7 +60,7 @@ class LocalStorage:
             raise ValueError(f"object key escapes the storage root: {key!r}")
         return path
 
-    def put_file(self, key: str, fileobj: BinaryIO) -> None:
+    def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
         # Write beside the target and rename, so a reader never sees half an object.

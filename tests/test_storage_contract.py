@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import random
 import socket
 import time
@@ -100,6 +101,18 @@ def test_put_file_streams_a_large_object_that_reads_back_identical(
     storage.download("docs/big/source.pdf", str(target))
     assert target.stat().st_size == LARGE_OBJECT_BYTES
     assert sha256_of_file(target) == expected
+
+
+def test_put_file_with_a_known_small_size_reads_back_identical(storage: ObjectStorage) -> None:
+    # Given a 1 MB upload spooled to a seekable file, its size known from the gateway's count
+    data = os.urandom(1024 * 1024)
+    stream = io.BytesIO(data)
+
+    # When it is stored with that size (one request rather than the transfer manager)
+    storage.put_file("docs/small/source.pdf", stream, size=len(data))
+
+    # Then it reads back byte for byte
+    assert storage.get_bytes("docs/small/source.pdf") == data
 
 
 def test_put_bytes_then_get_bytes_returns_the_value_and_a_second_put_replaces_it(

@@ -28,7 +28,7 @@ from shared.callback_urls import check_setting
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.idempotency import StoredResponse
 from shared.jobs import latest_job_of_document
-from shared.models import Document, Tenant
+from shared.models import Document
 
 blp = Blueprint("documents", __name__, description="Upload and manage PDF documents")
 
@@ -100,9 +100,7 @@ def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
     tenant_id = g.caller.tenant_id
     parts = _file_parts()
     callback_url = _callback_url()
-    with svc.db.transaction() as session:
-        tenant = session.get(Tenant, tenant_id)
-        limit_mb = (tenant.max_upload_mb if tenant else None) or svc.settings.max_upload_mb
+    limit_mb = g.caller.max_upload_mb or svc.settings.max_upload_mb
     files = uploads.inspect(parts, limit_mb * 1024 * 1024)
     if idempotency_key:
         stored = idempotency.claim(
