@@ -130,29 +130,20 @@ gateway: $(RUNTIME_STAMP)
 	$(PY) -m ingest_worker.cli migrate
 	$(VENV)/bin/gunicorn -c deploy/gunicorn.conf.py gateway.wsgi:app
 
-# Without a Qdrant URL only one single-threaded process may own the local Qdrant folder, so the
-# index queue gets a pool of its own; with INGEST_QDRANT_URL every pool may index. Webhook
-# deliveries wait on receivers' networks, so they get a pool of their own too (many threads, one
-# process) and a slow receiver never holds a stage's thread.
-# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, bulk-index, webhooks) runs one pool
-# for just those queues.
+# Every worker pool of the production layout (deploy/topology.py: ingest and OCR, index, bulk,
+# webhooks), in the foreground. Without a Qdrant URL only one single-threaded process may own the
+# local Qdrant folder, so the index pool is 1 x 1; with INGEST_QDRANT_URL it is sized like the others.
+# QUEUES="ocr ocr-backlog" (of ingest ocr index, their -backlog lanes, bulk, bulk-index, webhooks)
+# runs one pool for just those queues instead.
 WORKER_PROCESSES ?= 2
 WORKER_THREADS ?= 2
 WEBHOOK_THREADS ?= 8
 worker: $(RUNTIME_STAMP) tesseract model
 	@if [ -n "$(QUEUES)" ]; then \
 	  exec $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q $(QUEUES); \
-	elif [ -n "$$INGEST_QDRANT_URL" ]; then \
-	  trap 'kill 0' INT TERM EXIT; \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr index ingest-backlog ocr-backlog index-backlog bulk bulk-index & \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads $(WEBHOOK_THREADS) -Q webhooks & \
-	  wait; \
 	else \
-	  trap 'kill 0' INT TERM EXIT; \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes $(WORKER_PROCESSES) --threads $(WORKER_THREADS) -Q ingest ocr ingest-backlog ocr-backlog bulk & \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads 1 -Q index index-backlog bulk-index & \
-	  $(VENV)/bin/dramatiq ingest_worker.actors --processes 1 --threads $(WEBHOOK_THREADS) -Q webhooks & \
-	  wait; \
+	  INGEST_WORKER_PROCESSES=$(WORKER_PROCESSES) INGEST_WORKER_THREADS=$(WORKER_THREADS) \
+	  INGEST_WEBHOOK_WORKER_THREADS=$(WEBHOOK_THREADS) exec $(PY) -m deploy.topology workers; \
 	fi
 
 maintenance: $(RUNTIME_STAMP)

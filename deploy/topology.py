@@ -78,7 +78,9 @@ def pool_size(settings: Settings, pool: str) -> tuple[int, int]:
         if settings.local_qdrant:
             return 1, 1
         return settings.index_worker_processes, settings.index_worker_threads
-    if pool in ("worker-bulk", "worker-webhooks"):
+    if pool == "worker-webhooks":
+        return 1, settings.webhook_worker_threads
+    if pool == "worker-bulk":
         return 1, settings.worker_threads
     return settings.worker_processes, settings.worker_threads
 
@@ -282,6 +284,32 @@ def run(name: str, settings: Settings | None = None) -> None:
     os.execve(spec.argv[0], spec.argv, child_environment({"PYTHONPATH": str(ROOT), **spec.env}))
 
 
+def run_workers(settings: Settings | None = None) -> int:
+    """Run every worker pool of the topology in the foreground (`make worker`), their output on this
+    terminal; SIGTERM or Ctrl-C stops them gracefully. Returns the first non-zero exit status."""
+    specs = [s for s in process_specs(settings or Settings.from_env()) if s.name.startswith("worker-")]
+    procs = []
+    for spec in specs:
+        print(f"{spec.name}: {' '.join(spec.command)}", flush=True)
+        metrics_dir = spec.env.get(MULTIPROC_ENV)
+        if metrics_dir:
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+            Path(metrics_dir).mkdir(parents=True)
+        env = child_environment({"PYTHONPATH": str(ROOT), **spec.env})
+        procs.append(subprocess.Popen(spec.argv, env=env, cwd=ROOT, start_new_session=True))
+
+    def forward(signum: int, _frame: object) -> None:
+        # To each pool's main process only: dramatiq passes it on to its workers once.
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [proc.wait() for proc in procs]
+    return next((code for code in codes if code), 0)
+
+
 def main(argv: list[str] | None = None) -> None:
     import argparse
 
@@ -290,9 +318,12 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("list", help="print each process of the topology and its command")
     one = sub.add_parser("run", help="run one process of the topology in place of this one")
     one.add_argument("name")
+    sub.add_parser("workers", help="run every worker pool in the foreground")
     args = parser.parse_args(argv)
     if args.command == "run":
         run(args.name)
+    if args.command == "workers":
+        raise SystemExit(run_workers())
     for spec in process_specs(Settings.from_env()):
         print(f"{spec.name:16} {' '.join(spec.command)}")
 
