@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-from collections.abc import Iterator
 
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 from sqlalchemy.orm import Session
 
+from ingest_worker.leases import renewed
 from ingest_worker.middleware.current_broker import current_broker
 from ingest_worker.ocr_reading import read_pages, texts_from_json, texts_to_json, with_ocr_text
 from ingest_worker.resources import Resources
@@ -201,27 +200,12 @@ def _release(res: Resources, job_id: str, part: int) -> None:
         stage_parts.release_part(session, job_id, STAGE, part)
 
 
-@contextlib.contextmanager
-def _range_lease(res: Resources, job_id: str, part: int) -> Iterator[None]:
+def _range_lease(res: Resources, job_id: str, part: int) -> contextlib.AbstractContextManager[None]:
     """Renew the range's lease while it runs, so the sweeper knows its worker lives."""
     lease_s = res.settings.lease_s
-    stop = threading.Event()
 
-    def renew() -> None:
-        while not stop.wait(lease_s / 3):
-            try:
-                with res.db.transaction() as session:
-                    if not stage_parts.renew_part(session, job_id, STAGE, part, lease_s=lease_s):
-                        return
-            except Exception:
-                logger.warning(
-                    "job %s: could not renew the lease of OCR range %s", job_id, part, exc_info=True
-                )
+    def renew() -> bool:
+        with res.db.transaction() as session:
+            return stage_parts.renew_part(session, job_id, STAGE, part, lease_s=lease_s)
 
-    thread = threading.Thread(target=renew, name=f"range-{job_id[:8]}-{part}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    return renewed(renew, every_s=lease_s / 3, what=f"job {job_id} OCR range {part}")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -22,6 +21,7 @@ import dramatiq
 from dramatiq.middleware import CurrentMessage
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
+from ingest_worker.leases import renewed
 from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from shared import jobs
@@ -99,28 +99,15 @@ def _held_by_another_worker(job: Job, stage: str) -> bool:
     return job.status == S.RUNNING.value and job.stage == stage and _lease_live(job)
 
 
-@contextlib.contextmanager
-def _lease(res: Resources, job_id: str, stage: str) -> Iterator[None]:
+def _lease(res: Resources, job_id: str, stage: str) -> contextlib.AbstractContextManager[None]:
     """Renew the job's lease while the stage runs, so the maintenance loop knows this worker lives."""
     lease_s = res.settings.lease_s
-    stop = threading.Event()
 
-    def renew() -> None:
-        while not stop.wait(lease_s / 3):
-            try:
-                with res.db.transaction() as session:
-                    if not jobs.renew_lease(session, job_id, stage, lease_s=lease_s):
-                        return
-            except Exception:
-                logger.warning("job %s: could not renew the lease of %s", job_id, stage, exc_info=True)
+    def renew() -> bool:
+        with res.db.transaction() as session:
+            return jobs.renew_lease(session, job_id, stage, lease_s=lease_s)
 
-    thread = threading.Thread(target=renew, name=f"lease-{job_id[:8]}", daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
+    return renewed(renew, every_s=lease_s / 3, what=f"job {job_id} {stage}")
 
 
 def check_not_cancelled(res: Resources, job_id: str) -> None:

@@ -23,6 +23,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import and_, exists, or_, select
+from sqlalchemy.orm import Session
 
 from shared import jobs, outbox, stage_parts
 from shared.db import Database
@@ -97,15 +98,7 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
         for job in session.scalars(stmt).all():
             counted = _is_lost_worker_or_hand_off(job, now, settings)
             if counted and job.recoveries >= settings.max_recoveries:
-                jobs.transition(
-                    session,
-                    job.id,
-                    S.DEAD_LETTERED,
-                    expected=[S(job.status)],
-                    error_code="worker_lost",
-                    error_message="The job's worker was lost too many times.",
-                )
-                logger.error("job %s dead-lettered after %s recoveries", job.id, job.recoveries)
+                _give_up(session, job)
                 continue
             if not jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at, counted=counted):
                 continue
@@ -113,6 +106,19 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
             logger.warning("job %s (%s, stage %s) resumed by the sweeper", job.id, job.status, job.stage)
             resumed += 1
     return resumed + _recover_parts(db, settings)
+
+
+def _give_up(session: Session, job: Job) -> None:
+    """A job whose worker was lost `max_recoveries` times: dead-lettered rather than resumed again."""
+    jobs.transition(
+        session,
+        job.id,
+        S.DEAD_LETTERED,
+        expected=[S(job.status)],
+        error_code="worker_lost",
+        error_message="The job's worker was lost too many times.",
+    )
+    logger.error("job %s dead-lettered after %s recoveries", job.id, job.recoveries)
 
 
 def _recover_parts(db: Database, settings: Settings) -> int:
@@ -126,15 +132,7 @@ def _recover_parts(db: Database, settings: Settings) -> int:
             if job is None or job.status not in (S.RUNNING.value, S.RETRYING.value, S.CANCEL_REQUESTED.value):
                 continue
             if job.recoveries >= settings.max_recoveries:
-                jobs.transition(
-                    session,
-                    job.id,
-                    S.DEAD_LETTERED,
-                    expected=[S(job.status)],
-                    error_code="worker_lost",
-                    error_message="The job's worker was lost too many times.",
-                )
-                logger.error("job %s dead-lettered after %s recoveries", job.id, job.recoveries)
+                _give_up(session, job)
                 continue
             jobs.count_recovery(session, job.id)
             outbox.add_message(session, job.id, part.stage, part=part.part)
