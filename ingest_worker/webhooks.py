@@ -22,6 +22,7 @@ from ingest_worker import webhook_sender
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.retry_policy import backoff_ms
+from shared import metrics
 from shared.callback_urls import CallbackPolicy, check
 from shared.db import Database
 from shared.errors import IngestError, PermanentError, WebhookDeliveryError
@@ -207,7 +208,9 @@ def deliver(
     ]
     with db.transaction() as session:
         session.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id).values(**values))
-    return str(values.get("status", D.PENDING.value))
+    outcome = str(values.get("status", D.PENDING.value))
+    metrics.WEBHOOK_DELIVERIES.labels("retrying" if outcome == D.PENDING.value else outcome).inc()
+    return outcome
 
 
 def _deliver_webhook(delivery_id: int) -> None:

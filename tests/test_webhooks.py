@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client import REGISTRY
 from sqlalchemy import select
 from standardwebhooks import Webhook
 
@@ -142,6 +143,27 @@ def test_a_failing_receiver_is_retried_with_backoff_then_gets_the_event(
     assert [a["response_status"] for a in row.attempt_log] == [500, 500, 200]
     assert [a["error_code"] for a in row.attempt_log] == ["webhook_http_error", "webhook_http_error", None]
     assert len(hook.events) == 3 and len({e["id"] for e in hook.events}) == 1
+
+
+def delivery_count(outcome: str) -> float:
+    return REGISTRY.get_sample_value("ingest_webhook_deliveries_total", {"outcome": outcome}) or 0.0
+
+
+def test_every_attempt_is_counted_in_the_metrics_by_outcome(
+    sqlite_db: Database, settings: Settings, hook: Receiver
+) -> None:
+    # Given a receiver that answers 500 once, then 200
+    hook.script = [500]
+    job_id, _ = make_job(sqlite_db, hook.url)
+    fast = settings.replace(**LOCAL, webhook_min_backoff_s=0.01, webhook_max_backoff_s=0.02)
+    before = {outcome: delivery_count(outcome) for outcome in ("retrying", "delivered")}
+    # When the delivery is attempted until it is no longer pending
+    outcomes: list[str] = []
+    while not outcomes or outcomes[-1] in ("pending", "not_due"):
+        outcomes.append(deliver(sqlite_db, fast, deliveries(sqlite_db, job_id)[0].id))
+    # Then the counter shows one attempt to retry and one delivered
+    assert delivery_count("retrying") - before["retrying"] == 1
+    assert delivery_count("delivered") - before["delivered"] == 1
 
 
 def test_after_the_retry_budget_the_delivery_fails_for_good(
