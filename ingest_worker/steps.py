@@ -143,16 +143,18 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
     chunks = chunks_from_json(_input(res, job, "chunk", "chunks.json"))
     embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
     batch = res.settings.embed_batch_size
-    vectors: list[list[float]] = []
+    # Filled batch by batch: a long document's vectors as Python floats would take eight times the
+    # memory of this array, and the worker's peak would grow with the document.
+    vectors = np.empty((len(chunks), embedder.dimension), dtype=np.float32)
     for start in range(0, len(chunks), batch):
         check_not_cancelled(res, job.id)
         part = chunks[start : start + batch]
-        vectors.extend(
-            _embed_batch(embedder, [c.text for c in part], attempts=res.settings.embed_batch_attempts)
+        vectors[start : start + len(part)] = _embed_batch(
+            embedder, [c.text for c in part], attempts=res.settings.embed_batch_attempts
         )
         metrics.EMBEDDING_TOKENS.labels(res.settings.embedder).inc(sum(c.token_count for c in part))
     buffer = io.BytesIO()
-    np.save(buffer, np.asarray(vectors, dtype=np.float32))
+    np.save(buffer, vectors)
     key = artifact_key(job.id, "vectors.npy")
     res.storage.put_bytes(key, buffer.getvalue())
     return StageResult(
