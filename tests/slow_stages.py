@@ -21,11 +21,19 @@ SLOW_STAGE_S = float(os.environ.get("SLOW_STAGE_S", "60"))
 MARKER_DIR = os.environ.get("SLOW_STAGE_MARKERS", "")
 
 
+def _first_to_claim(marker: str) -> bool:
+    """Whether this call created `marker`: atomic, so of two threads racing for it only one pauses."""
+    try:
+        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
 def _slowed(work: Any, stage: str) -> Any:
     def slow_work(res: Any, job: Any) -> Any:
         marker = os.path.join(MARKER_DIR, f"{job.id}-{stage}")
-        if MARKER_DIR and not os.path.exists(marker):
-            open(marker, "w").close()
+        if MARKER_DIR and _first_to_claim(marker):
             time.sleep(SLOW_STAGE_S)
         return work(res, job)
 
@@ -45,8 +53,7 @@ _read_range = ocr_ranges._read_range
 
 def _read_range_slowly(res: Any, job_id: str, document_id: str, part: int, wanted: list[int]) -> str:
     marker = os.path.join(MARKER_DIR, f"{job_id}-ocr_range")
-    if SLOW_STAGE == "ocr_range" and MARKER_DIR and not os.path.exists(marker):
-        open(marker, "w").close()
+    if SLOW_STAGE == "ocr_range" and MARKER_DIR and _first_to_claim(marker):
         time.sleep(SLOW_STAGE_S)
     return _read_range(res, job_id, document_id, part, wanted)
 
