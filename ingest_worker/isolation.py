@@ -163,6 +163,13 @@ class _ChildPool:
                 return
         child.stop(kill=False)
 
+    def close(self) -> None:
+        """Stop every idle child (each exits once its pipes close)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for child in idle:
+            child.stop(kill=False)
+
     def forget(self) -> None:
         """Drop the children without touching them: after a fork they belong to the parent process."""
         self._lock = threading.Lock()
@@ -170,6 +177,13 @@ class _ChildPool:
 
 
 _POOL = _ChildPool()
+
+
+def stop_idle_children() -> None:
+    """Stop the children kept for the next calls: the next call starts a fresh one."""
+    _POOL.close()
+
+
 os.register_at_fork(after_in_child=_POOL.forget)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ingest_worker.isolation import ChildTracebackError, run_isolated
+from ingest_worker.isolation import ChildTracebackError, run_isolated, stop_idle_children
 from shared import errors
 from shared.errors import (
     EncryptedPdfError,
@@ -108,8 +108,8 @@ def test_a_result_comes_back() -> None:
 
 
 def test_a_child_serves_one_call_after_another() -> None:
-    # Given a call that has warmed up a child (retiring one that earlier tests made grow, if any)
-    run_isolated(own_pid, timeout_s=10, memory_mb=MEMORY_MB)
+    # Given a fresh child (one that earlier tests used may be about to retire), warmed up by a call
+    stop_idle_children()
     first = run_isolated(own_pid, timeout_s=10, memory_mb=MEMORY_MB)
 
     # When the next call comes
