@@ -129,6 +129,26 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 
 
 @pytest.fixture
+def production_settings(
+    tmp_path: Path, pg_server_url: str, pg_db: Database, redis_url: str, broker_namespace: str, s3_server: Any
+) -> Settings:
+    """The production topology's parts: this run's PostgreSQL database (emptied), a Redis namespace of
+    this test's own and the S3 server; tests add what their processes need with `.replace`."""
+    return Settings(
+        data_dir=str(tmp_path / "data"),
+        database_url=pg_server_url,
+        broker_url=redis_url,
+        broker_namespace=broker_namespace,
+        storage_backend="s3",
+        s3_endpoint_url=s3_server.endpoint_url,
+        s3_bucket=s3_server.bucket,
+        s3_access_key_id=s3_server.access_key_id,
+        s3_secret_access_key=s3_server.secret_access_key,
+        model_cache_dir=MODEL_CACHE_DIR,
+    )
+
+
+@pytest.fixture
 def app(settings: Settings) -> Any:
     """A gateway whose jobs stay queued (no worker consumes them)."""
     from gateway.app import create_app

@@ -22,7 +22,6 @@ from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.conftest import MODEL_CACHE_DIR
 from tests.pdfs import text_pdf
 from tests.test_outbox import closed_port
 
@@ -35,21 +34,9 @@ PAGES = [
 
 
 @pytest.fixture
-def prod_settings(
-    tmp_path: Path, pg_server_url: str, pg_db: Database, redis_url: str, broker_namespace: str, s3_server: Any
-) -> Settings:
-    return Settings(
-        data_dir=str(tmp_path / "data"),
-        database_url=pg_server_url,
-        broker_url=redis_url,
-        broker_namespace=broker_namespace,
-        storage_backend="s3",
-        s3_endpoint_url=s3_server.endpoint_url,
-        s3_bucket=s3_server.bucket,
-        s3_access_key_id=s3_server.access_key_id,
-        s3_secret_access_key=s3_server.secret_access_key,
+def prod_settings(production_settings: Settings, tmp_path: Path) -> Settings:
+    return production_settings.replace(
         qdrant_path=str(tmp_path / "qdrant"),
-        model_cache_dir=MODEL_CACHE_DIR,
         worker_processes=1,
         webhook_allow_http=True,
         webhook_allowed_hosts="127.0.0.1",

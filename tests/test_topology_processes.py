@@ -22,7 +22,6 @@ from shared.db import Database
 from shared.models import JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.conftest import MODEL_CACHE_DIR
 from tests.pdfs import text_pdf
 from tests.test_outbox import closed_port
 
@@ -32,20 +31,8 @@ POOLS = ("worker-ingest", "worker-index")
 
 
 @pytest.fixture
-def topology_settings(
-    tmp_path: Path, pg_server_url: str, pg_db: Database, redis_url: str, broker_namespace: str, s3_server: Any
-) -> Settings:
-    return Settings(
-        data_dir=str(tmp_path / "data"),
-        database_url=pg_server_url,
-        broker_url=redis_url,
-        broker_namespace=broker_namespace,
-        storage_backend="s3",
-        s3_endpoint_url=s3_server.endpoint_url,
-        s3_bucket=s3_server.bucket,
-        s3_access_key_id=s3_server.access_key_id,
-        s3_secret_access_key=s3_server.secret_access_key,
-        model_cache_dir=MODEL_CACHE_DIR,
+def topology_settings(production_settings: Settings) -> Settings:
+    return production_settings.replace(
         port=closed_port(),
         metrics_port=closed_port(),
         log_json=True,
