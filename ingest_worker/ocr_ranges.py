@@ -26,8 +26,8 @@ from ingest_worker.runner import (
     cancel,
     check_not_cancelled,
     end,
+    failed_on_stop,
     retry_or_dead_letter,
-    stop_reason,
 )
 from ingest_worker.stages.models import pages_from_json, pages_to_json
 from ingest_worker.steps import artifact_key, original
@@ -100,16 +100,7 @@ def run_range(
             logger.info("job %s is %s; OCR range %s not run", job_id, status, part)
             return
         if status != S.CANCEL_REQUESTED:
-            reason = stop_reason(session, job, res.settings)
-            if reason is not None:
-                jobs.transition(
-                    session,
-                    job_id,
-                    S.FAILED,
-                    expected=[status],
-                    error_code=reason.code,
-                    error_message=reason.message,
-                )
+            if failed_on_stop(session, job, status, res.settings):
                 return
             wanted = stage_parts.claim_part(session, job_id, STAGE, part, lease_s=res.settings.lease_s)
             if wanted is None:

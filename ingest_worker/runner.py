@@ -78,6 +78,17 @@ def _current_retries() -> int:
     return int(message.options.get("retries", 0)) if message is not None else 0
 
 
+def failed_on_stop(session: Any, job: Job, status: JobStatus, settings: Any) -> bool:
+    """Fail the job, in the caller's transaction, when `stop_reason` says it must stop; whether it did."""
+    reason = stop_reason(session, job, settings)
+    if reason is None:
+        return False
+    jobs.transition(
+        session, job.id, S.FAILED, expected=[status], error_code=reason.code, error_message=reason.message
+    )
+    return True
+
+
 def stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
     """Why a job that is still active must not start its next stage, if it must not."""
     tenant = session.get(Tenant, job.tenant_id)
@@ -146,16 +157,7 @@ def run_stage(
         if cancelled:
             jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
         else:
-            reason = stop_reason(session, job, res.settings)
-            if reason is not None:
-                jobs.transition(
-                    session,
-                    job_id,
-                    S.FAILED,
-                    expected=[status],
-                    error_code=reason.code,
-                    error_message=reason.message,
-                )
+            if failed_on_stop(session, job, status, res.settings):
                 return HALT
             if _held_by_another_worker(job, stage):
                 logger.info(

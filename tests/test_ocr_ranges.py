@@ -25,7 +25,7 @@ from ingest_worker.stages.models import pages_from_json
 from shared import operations, stage_parts
 from shared.db import Database
 from shared.errors import InvalidPdfError, OcrFailedError
-from shared.models import Job, JobStage, OutboxMessage, StagePart, utcnow
+from shared.models import Job, JobStage, OutboxMessage, StagePart, Tenant, TenantStatus, utcnow
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
@@ -306,3 +306,41 @@ def test_a_range_that_fails_transiently_is_retried_and_the_job_resumes(
                 select(StagePart.attempts).where(StagePart.job_id == job_id).order_by(StagePart.part)
             ).all()
         assert attempts == [2, 1]
+
+
+def suspend_tenant(res: Resources, job_id: str) -> None:
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        tenant = session.get(Tenant, job.tenant_id)
+        assert tenant is not None
+        tenant.status = TenantStatus.SUSPENDED.value
+
+
+def test_a_tenant_suspended_mid_job_stops_at_the_next_range_and_the_next_stage(settings: Settings) -> None:
+    # Given a scan fanned out in ranges of one page, its first range read, and another tenant's queued job
+    settings = settings.replace(ocr_range_pages=1, ocr_dpi=200)
+    with in_process_service(settings, worker=False) as service:
+        res = service.resources
+        _, ranged = create_document_job(res, scanned_pdf(SCAN_PAGES[:3], dpi=200))
+        through_extract(res, ranged)
+        run_range(res, ranged, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        _, staged = create_document_job(res, scanned_pdf(SCAN_PAGES[:1], dpi=200), tenant="globex")
+        # When both tenants are suspended, and the next range and the other job's first stage come
+        suspend_tenant(res, ranged)
+        suspend_tenant(res, staged)
+        run_range(res, ranged, 1, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_stage(
+            res, staged, "validate", steps.validate, policy=OCR_POLICY, on_cancel=steps.delete_job_points
+        )
+        # Then both jobs failed with the suspension's code, and the range was not read
+        for job_id in (ranged, staged):
+            assert (job_row(res.db, job_id).status, job_row(res.db, job_id).error_code) == (
+                "failed",
+                "tenant_suspended",
+            )
+        with res.db.transaction() as session:
+            attempts = session.scalars(
+                select(StagePart.attempts).where(StagePart.job_id == ranged).order_by(StagePart.part)
+            ).all()
+        assert attempts == [1, 0, 0]
