@@ -1,5 +1,5 @@
-# Every target bootstraps what it needs: a virtualenv in .venv, the pinned packages, tesseract
-# (through apt-get when it is missing and this user may install), and the offline embedder.
+# Every target bootstraps what it needs: a virtualenv in .venv, the pinned packages, tesseract and its
+# language packs (through apt-get when missing and this user may install), and the offline embedder.
 
 SHELL := /bin/bash
 PYTHON ?= python3
@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run up down test bench chaos lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract model clean help
+.PHONY: run up down test bench chaos lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -37,17 +37,33 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
 	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	@touch $@
 
+# Debian packages. The service needs tesseract and its language packs (OCR_LANGS; Debian's packs are the
+# 4.1 "fast" models); the tests also use poppler-utils (pdftotext, an independent reference extractor)
+# and the DejaVu fonts they draw with. Each missing package is installed with apt-get when this user
+# may, even when tesseract itself is already there; elsewhere the target says what to install.
+OCR_LANGS ?= eng deu fra spa ita por
+RUNTIME_DEBS := tesseract-ocr $(addprefix tesseract-ocr-,$(OCR_LANGS))
+TEST_DEBS := poppler-utils fonts-dejavu-core
+define ensure_debs
+	@missing=""; \
+	if command -v dpkg-query >/dev/null 2>&1; then \
+	  for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q 'ok installed' || missing="$$missing $$p"; done; \
+	else command -v tesseract >/dev/null 2>&1 || missing="$(1)"; fi; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then sudo=""; \
+	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && command -v apt-get >/dev/null 2>&1; then sudo="sudo"; \
+	  else echo "missing:$$missing; install them (Debian/Ubuntu: apt-get install$$missing; macOS: brew install" \
+	            "tesseract tesseract-lang poppler). Scanned pages cannot be read without tesseract." >&2; exit 0; fi; \
+	  echo "installing$$missing with apt-get (about a minute the first time)"; \
+	  $$sudo apt-get update -qq && $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	fi
+endef
+
 tesseract:
-	@{ command -v tesseract >/dev/null 2>&1 && { ! command -v apt-get >/dev/null 2>&1 || test -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf; }; } || { \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    echo "installing tesseract-ocr (and the DejaVu fonts the tests draw with) with apt-get"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr fonts-dejavu-core >/dev/null; \
-	  elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && command -v apt-get >/dev/null 2>&1; then \
-	    sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tesseract-ocr fonts-dejavu-core >/dev/null; \
-	  else \
-	    echo "tesseract is missing: install it (Debian/Ubuntu: apt-get install tesseract-ocr;" \
-	         "macOS: brew install tesseract). Scanned pages cannot be read without it." >&2; \
-	  fi; }
+	$(call ensure_debs,$(RUNTIME_DEBS))
+
+test-debs:
+	$(call ensure_debs,$(RUNTIME_DEBS) $(TEST_DEBS))
 
 model: $(RUNTIME_STAMP)
 	@$(PY) -m shared.embedding_model --cache-dir $(INGEST_MODEL_CACHE_DIR)
@@ -59,7 +75,7 @@ run: $(RUNTIME_STAMP) tesseract model
 	echo "  curl -s -H 'Authorization: Bearer $$key' http://127.0.0.1:$(PORT)/v1/jobs/<job_id>" && echo ""
 	INGEST_PORT=$(PORT) $(PY) deploy/embedded.py
 
-test: $(DEV_STAMP) tesseract model
+test: $(DEV_STAMP) test-debs model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks: stage speeds, end-to-end times, the production processes against raw loops, memory,
@@ -67,13 +83,13 @@ test: $(DEV_STAMP) tesseract model
 # (127.0.0.1:6379) for the upload and fairness parts; the others start private servers.
 BENCH ?=
 QUICK ?=
-bench: $(DEV_STAMP) tesseract model
+bench: $(DEV_STAMP) test-debs model
 	$(PY) -m tests.bench.run $(if $(BENCH),--parts $(BENCH)) $(if $(QUICK),--quick)
 
 # The failure matrix on private PostgreSQL, Redis and S3 servers and real processes; exits non-zero
 # when a scenario fails. Printed, and saved to docs/chaos.md when every scenario ran.
 SCENARIOS ?=
-chaos: $(DEV_STAMP) tesseract model
+chaos: $(DEV_STAMP) test-debs model
 	$(PY) -m tests.chaos.run $(if $(SCENARIOS),--only $(SCENARIOS))
 
 lint: $(DEV_STAMP)
