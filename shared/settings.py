@@ -94,7 +94,8 @@ class Settings:
     openai_max_tokens: int = 0
     # Most inputs in one request: OpenAI allows 2048; compatible servers may allow less.
     openai_max_inputs_per_request: int = 2048
-    # Most tokens in one request: OpenAI allows 300k; compatible servers may allow less.
+    # Most tokens in one request: OpenAI allows 300k; compatible servers may allow less. Tokens are
+    # counted offline with cl100k_base.
     openai_max_tokens_per_request: int = 300_000
     # Time limit of one request to the embedding provider.
     openai_timeout_s: float = 60.0
@@ -185,7 +186,8 @@ class Settings:
     webhook_min_backoff_s: float = 5.0
     # Longest wait between two attempts.
     webhook_max_backoff_s: float = 3600.0
-    # At most one `job.stage_completed` per job and endpoint this often (terminal events: always).
+    # At most one `job.stage_completed` per job and endpoint this often (0: every one; other events:
+    # always).
     webhook_progress_interval_s: float = 2.0
     # A delivery handed to the broker but not attempted after this long is published again.
     webhook_republish_after_s: int = 300
