@@ -18,9 +18,14 @@ SETTING_NAMES = {PREFIX + f.name.upper() for f in dataclasses.fields(Settings)}
 SETTING_MENTION = re.compile(r"\bINGEST_[A-Z0-9][A-Z0-9_]*(\*?)")
 
 
+def markdown_documents() -> list[Path]:
+    """The README and everything under docs/."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
 def documents() -> list[Path]:
     """Every file a user reads for settings: the README, docs/, and the deployment examples."""
-    files = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    files = markdown_documents()
     files += [ROOT / "deploy" / ".env.example", ROOT / "deploy" / "docker-compose.yml"]
     files += sorted((ROOT / "deploy" / "k8s").glob("*.yaml"))
     return files
@@ -106,3 +111,22 @@ def test_the_name_check_catches_a_wrong_name() -> None:
     text = "INGEST_GATEWAY_THREADS, INGEST_S3_*, INGEST_<FIELD>, INGEST_GUNICORN_THREADS"
     # Then only the last is reported
     assert unknown_settings(text) == {"INGEST_GUNICORN_THREADS"}
+
+
+README_MAX_LINES = 250
+LINK = re.compile(r"\]\(([^)#\s]+)(#[^)\s]*)?\)")
+
+
+def test_readme_stays_a_door() -> None:
+    # Given the README, which sends readers on to docs/
+    lines = (ROOT / "README.md").read_text().splitlines()
+    # Then it stays short
+    assert len(lines) <= README_MAX_LINES, "move detail into docs/ and link to it"
+
+
+@pytest.mark.parametrize("path", markdown_documents(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_relative_links_lead_to_files_that_exist(path: Path) -> None:
+    # Given the links of a document
+    targets = [m.group(1) for m in LINK.finditer(path.read_text()) if "://" not in m.group(1)]
+    # Then each relative one names a file of the repository
+    assert [t for t in targets if not (path.parent / t).exists()] == []
