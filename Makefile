@@ -167,3 +167,9 @@ maintenance: $(RUNTIME_STAMP)
 
 clean:
 	rm -rf var .pytest_cache .mypy_cache .ruff_cache
+
+# The generated reference: docs/configuration.md from the Settings dataclass and the comments above
+# its fields (shared/settings.py). Only the standard library is needed, so no virtualenv is made.
+.PHONY: docs
+docs:
+	@PYTHONPATH=$(CURDIR) $(PYTHON) -m shared.settings_doc

@@ -19,6 +19,8 @@ class Settings:
     Each field is read from `INGEST_<FIELD NAME IN UPPER CASE>`; names carry their units.
     """
 
+    # State and messages: the data folder, the database and the broker.
+
     # Where the embedded topology keeps its files (SQLite, objects, Qdrant folder).
     data_dir: str = "var"
     # SQLAlchemy URL; empty means a SQLite file in data_dir.
@@ -39,54 +41,91 @@ class Settings:
     # long a stage handed on to a quiet queue waits; the `dramatiq` command's own bound is a second.
     redis_poll_max_ms: int = 1000
 
-    # Object storage: "local" (a directory) or "s3" (any S3 API server through boto3).
+    # Object storage (uploads and stage artifacts).
+
+    # "local" (a directory) or "s3" (any S3 API server through boto3).
     storage_backend: str = "local"
+    # Directory of the local object store; empty means data_dir/objects.
     storage_dir: str = ""
+    # URL of the S3 API server (AWS S3, MinIO, SeaweedFS); empty means AWS's own endpoint.
     s3_endpoint_url: str = ""
+    # Bucket that holds uploads and stage artifacts.
     s3_bucket: str = "ingest"
+    # Region named in S3 requests.
     s3_region: str = "us-east-1"
+    # S3 credentials; empty leaves them to boto3's usual chain (environment, files, instance role).
     s3_access_key_id: str = ""
+    # The secret of the S3 credentials (never logged).
     s3_secret_access_key: str = field(default="", repr=False)
 
-    # Qdrant: empty URL means local mode in data_dir/qdrant (one process owns the folder).
+    # Vector store (Qdrant).
+
+    # Qdrant server URL; empty means local mode in qdrant_path (one process owns the folder).
     qdrant_url: str = ""
+    # API key of the Qdrant server (never logged).
     qdrant_api_key: str = field(default="", repr=False)
+    # Folder of Qdrant local mode; empty means data_dir/qdrant.
     qdrant_path: str = ""
+    # Collections are named from this prefix, the embedding model and its dimension.
     qdrant_collection_prefix: str = "chunks"
 
-    # Embeddings: "local" (offline all-MiniLM-L6-v2 on onnxruntime) or "openai".
+    # Embeddings.
+
+    # "local" (offline all-MiniLM-L6-v2 on onnxruntime) or "openai".
     embedder: str = "local"
+    # Chunks sent to the embedder in one batch.
     embed_batch_size: int = 32
     # Tries of one embedding batch before the embed stage fails (and is retried whole by its policy):
     # a provider failing now and then must not make a long document's many batches all-or-nothing.
     embed_batch_attempts: int = 4
+    # onnxruntime threads of the local embedder in each process (its default would take every core).
     embed_threads: int = 1
+    # Folder where the offline embedder's ONNX graph is built once; empty means data_dir/models.
     model_cache_dir: str = ""
+    # API key of the OpenAI embedder (never logged).
     openai_api_key: str = field(default="", repr=False)
+    # Base URL of an OpenAI-compatible server; empty means OpenAI's own.
     openai_base_url: str = ""
+    # Embedding model of the OpenAI embedder.
     openai_model: str = "text-embedding-3-small"
+    # Dimension asked of a model that can shorten its vectors; 0 means the model's own.
     openai_dimensions: int = 0
     # The model's window in tokens; 0 takes the known window of an OpenAI model (required for others).
     openai_max_tokens: int = 0
-    # Per-request limits: OpenAI allows 2048 inputs and 300k tokens; compatible servers may allow less.
+    # Most inputs in one request: OpenAI allows 2048; compatible servers may allow less.
     openai_max_inputs_per_request: int = 2048
+    # Most tokens in one request: OpenAI allows 300k; compatible servers may allow less. Tokens are
+    # counted offline with cl100k_base.
     openai_max_tokens_per_request: int = 300_000
+    # Time limit of one request to the embedding provider.
     openai_timeout_s: float = 60.0
 
     # Uploads, documents and quotas (defaults; each tenant may have its own).
+
+    # Largest upload; the whole request is bounded by it (per tenant).
     max_upload_mb: int = 100
+    # Most pages a document may have; more fails the job `too_many_pages` (per tenant).
     max_pages: int = 2000
+    # Most files in one upload request.
     max_files_per_request: int = 20
+    # Unfinished jobs a tenant may have before uploads answer 429 (per tenant).
     max_active_jobs: int = 100
-    # 0 means no storage allowance.
+    # Bytes a tenant may keep stored (per tenant); 0 means no limit.
     max_storage_mb: int = 0
+    # The Retry-After of a 429 answer.
     quota_retry_after_s: int = 10
 
     # Processing.
+
+    # Largest chunk, counted with the embedder's tokenizer (capped by the model's window).
     chunk_max_tokens: int = 256
+    # Tokens a chunk repeats from the end of the one before it.
     chunk_overlap_tokens: int = 32
+    # Resolution at which pages are rendered for OCR.
     ocr_dpi: int = 300
+    # Tesseract languages, joined with "+" (for example "eng+deu").
     ocr_languages: str = "eng"
+    # Time limit of OCR per page.
     ocr_timeout_s: int = 120
     # Threads each tesseract process may use: 1 is 4-5x faster per page on a busy worker.
     ocr_threads: int = 1
@@ -95,9 +134,12 @@ class Settings:
     # A job with more pages than this to OCR is split into ranges of this many pages, each its own
     # message, so several workers read one scan at once (0: never split).
     ocr_range_pages: int = 8
+    # A page with fewer characters of text layer than this is read by OCR.
     ocr_min_chars_per_page: int = 20
-    # A whole job may run (retries included) this long plus this much per page, then fails `timeout`.
+    # A whole job may run (retries included) this long plus job_deadline_per_page_s per page, then
+    # fails `timeout`.
     job_deadline_base_s: int = 1800
+    # What each page adds to a job's deadline.
     job_deadline_per_page_s: int = 30
     # Messages of one tenant processed at once across every worker (0: no cap).
     tenant_max_concurrency: int = 2
@@ -108,68 +150,103 @@ class Settings:
     reindex_window: int = 8
     # A tenant's jobs beyond this many unfinished ones go to the backlog lane (0: never).
     interactive_jobs_per_tenant: int = 4
-    # Recovery (ingest_worker/sweeper.py): a running stage holds a lease renewed while its worker
-    # lives; a job whose lease expired, or whose finished stage was not handed on within
-    # `handoff_stall_s`, is resumed (at most `max_recoveries` times, then `worker_lost`); a job
-    # that waited for a message `requeue_after_s` without progress is published again.
+    # Recovery (ingest_worker/sweeper.py).
+
+    # A running stage holds a lease on its job this long, renewed while its worker lives; a job
+    # whose lease expired is resumed from its first unfinished stage.
     lease_s: int = 30
+    # A job whose finished stage was not handed on to the next within this long is resumed.
     handoff_stall_s: int = 30
+    # A job that waited for a message this long without progress is published again.
     requeue_after_s: int = 3600
+    # Resumptions after a lost worker or hand-off before the job is dead-lettered `worker_lost`.
     max_recoveries: int = 3
-    # Limits of the child process that parses or renders a PDF (validate, extract; OCR gets
-    # parse_timeout_s plus ocr_timeout_s per page). Past them the child is killed, not the worker.
+    # Time limit of the child process that parses or renders a PDF (validate, extract; OCR gets
+    # this plus ocr_timeout_s per page). Past it the child is killed, not the worker.
     parse_timeout_s: int = 120
+    # Address-space limit of that child process.
     parse_memory_mb: int = 1536
 
     # Webhooks (shared/callback_urls.py, ingest_worker/webhooks.py). Callback URLs must be https
-    # and resolve to public addresses, unless http, private addresses or some hosts/CIDRs
-    # (comma-separated: "hooks.internal, 10.1.0.0/16") are allowed here.
+    # and resolve to public addresses, unless the settings below allow more.
+
+    # Accept http:// callback URLs.
     webhook_allow_http: bool = False
+    # Accept callback URLs that resolve to loopback, private, link-local or reserved addresses.
     webhook_allow_private: bool = False
+    # Hosts and CIDRs allowed whatever they resolve to, comma-separated: "hooks.internal, 10.1.0.0/16".
     webhook_allowed_hosts: str = ""
+    # Time to connect to a receiver, per attempt.
     webhook_connect_timeout_s: float = 3.0
+    # Time a receiver has to answer, per attempt.
     webhook_timeout_s: float = 10.0
     # Attempts per delivery, spaced by capped exponential backoff with full jitter (hours in all).
     webhook_max_attempts: int = 15
+    # The first retry waits between half this and this; the ceiling doubles with each attempt.
     webhook_min_backoff_s: float = 5.0
+    # Longest wait between two attempts.
     webhook_max_backoff_s: float = 3600.0
-    # At most one `job.stage_completed` per job and endpoint this often (terminal events: always).
+    # At most one `job.stage_completed` per job and endpoint this often (0: every one; other events:
+    # always).
     webhook_progress_interval_s: float = 2.0
     # A delivery handed to the broker but not attempted after this long is published again.
     webhook_republish_after_s: int = 300
     # After a secret rotation the previous secret signs too, for this long.
     webhook_secret_overlap_h: float = 24.0
-    # The event stream (GET /v1/jobs/<id>/events): how often it reads new events, how long it lasts.
+    # How often the event stream (GET /v1/jobs/<id>/events) reads new events.
     events_poll_s: float = 0.5
+    # How long one event stream lasts; the client then reconnects and resumes.
     events_max_s: int = 600
 
     # Processes.
+
+    # Address the gateway listens on.
     host: str = "127.0.0.1"
+    # Port the gateway listens on (`make run PORT=...`).
     port: int = 8000
+    # Stage threads of the embedded process, and of each process of the ingest and bulk pools.
     worker_threads: int = 2
-    # Threads of the embedded process that deliver webhooks (apart from the stage threads).
+    # Threads that deliver webhooks: in the embedded process (beside the stage threads), and in the
+    # production webhooks pool.
     webhook_worker_threads: int = 2
+    # How often the maintenance loop runs (outbox, sweeper, webhooks, reindex flips).
     maintenance_interval_s: float = 2.0
+    # Log level of every process.
     log_level: str = "INFO"
+    # One JSON object per log line, carrying job_id, tenant_id and message_id.
     log_json: bool = False
-    # The production process layout (deploy/topology.py): gunicorn for the gateway, and one
-    # `dramatiq` pool per queue. Without a Qdrant URL the index pool is always 1 process x 1 thread.
+
+    # The production process layout (deploy/topology.py). Gunicorn serves the gateway, and one
+    # `dramatiq` pool serves each family of queues. Without a Qdrant URL the index pool is always
+    # 1 process x 1 thread.
+
+    # Gunicorn worker processes of the gateway.
     gateway_workers: int = 2
+    # Threads of each gateway process; each open event stream holds one.
     gateway_threads: int = 4
+    # Gunicorn's timeout for a silent worker.
     gateway_timeout_s: int = 120
+    # Time gunicorn gives running requests after SIGTERM.
     gateway_graceful_timeout_s: int = 30
+    # Processes of the ingest pool (worker-ingest: ingest, ocr and their backlog lanes); the bulk and
+    # webhooks pools run one process each.
     worker_processes: int = 2
+    # Processes of the index pool, with a Qdrant server.
     index_worker_processes: int = 1
+    # Threads of each index pool process, with a Qdrant server.
     index_worker_threads: int = 1
     # Messages each worker process holds ahead of its threads (0: Dramatiq's default, twice the threads).
     worker_prefetch: int = 0
     # Prometheus: the port of a worker pool's exposition server (0: none; the topology gives each
-    # pool on a host its own, counting up from this one), and the folder of the multiprocess
-    # metric files (empty: data_dir/metrics).
+    # pool on a host its own, counting up from this one).
     metrics_port: int = 0
+    # Prometheus: the folder of the multiprocess metric files (empty: data_dir/metrics).
     metrics_dir: str = ""
 
-    # Demo tenant created by `make run` when there is none.
+    # The embedded topology (`make run`).
+
+    # Name of the demo tenant `make run` creates when there is none; its key is kept in
+    # data_dir/demo-api-key.
     demo_tenant: str = "demo"
 
     @property

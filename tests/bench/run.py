@@ -1,7 +1,7 @@
 """`make bench`: the stages, whole documents, the production processes, memory, tenant fairness and
 an upload's latency during a reindex.
 
-    python -m tests.bench.run [--parts accept,hops] [--quick] [--out docs/bench.md]
+    python -m tests.bench.run [--parts accept,hops] [--quick] [--out docs/benchmarks.md]
 
 Parts: pipeline (the stages alone and end to end on deploy/embedded.py), accept (the accept path beside
 a raw loop), efficiency (1 and 2 worker processes beside a raw sequential run), hops (stage hop latency
@@ -46,7 +46,7 @@ REFERENCE_SCAN_S = 25.0
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "bench.md")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks.md")
     parser.add_argument("--parts", default=",".join(PARTS), help="comma-separated, of: " + ", ".join(PARTS))
     parser.add_argument("--quick", action="store_true", help="smaller documents, fewer runs")
     parser.add_argument("--upload-mb", type=int, default=200)
