@@ -19,7 +19,7 @@ help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
 	@echo "make test     - the whole test suite"
 	@echo "make lint     - ruff and mypy"
-	@echo "make bench    - benchmarks, saved to docs/bench.md (BENCH=accept,hops runs some parts; QUICK=1)"
+	@echo "make bench    - benchmarks, saved to docs/benchmarks.md (BENCH=accept,hops runs some parts; QUICK=1)"
 	@echo "make chaos    - the failure matrix, saved to docs/chaos.md (SCENARIOS=s3_outage,... runs some)"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
@@ -38,12 +38,13 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
 	@touch $@
 
 # Debian packages. The service needs tesseract and its language packs (OCR_LANGS; Debian's packs are the
-# 4.1 "fast" models); the tests also use poppler-utils (pdftotext, an independent reference extractor)
-# and the DejaVu fonts they draw with. Each missing package is installed with apt-get when this user
-# may, even when tesseract itself is already there; elsewhere the target says what to install.
+# 4.1 "fast" models); the tests also use poppler-utils (pdftotext, an independent reference extractor),
+# the DejaVu fonts they draw with, and jq, which the documented curl lines use. Each missing package is
+# installed with apt-get when this user may, even when tesseract itself is already there; elsewhere the
+# target says what to install.
 OCR_LANGS ?= eng deu fra spa ita por
 RUNTIME_DEBS := tesseract-ocr $(addprefix tesseract-ocr-,$(OCR_LANGS))
-TEST_DEBS := poppler-utils fonts-dejavu-core
+TEST_DEBS := poppler-utils fonts-dejavu-core jq
 define ensure_debs
 	@missing=""; \
 	if command -v dpkg-query >/dev/null 2>&1; then \
@@ -79,7 +80,7 @@ test: $(DEV_STAMP) test-debs model
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Benchmarks: stage speeds, end-to-end times, the production processes against raw loops, memory,
-# recovery and fairness; printed, and saved to docs/bench.md when every part ran. Needs Redis
+# recovery and fairness; printed, and saved to docs/benchmarks.md when every part ran. Needs Redis
 # (127.0.0.1:6379) for the upload and fairness parts; the others start private servers.
 BENCH ?=
 QUICK ?=

@@ -85,7 +85,7 @@ def settled(client: FlaskClient, key: str, job_id: str, count: int) -> list[dict
 
 
 def newest_only(events: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The README's receiver logic: per job, keep an event only when its seq is newer."""
+    """The documented receiver logic (docs/api.md): per job, keep an event only when its seq is newer."""
     latest: dict[str, dict[str, Any]] = {}
     for event in events:
         data = event["data"]
