@@ -1,0 +1,166 @@
+"""Tests for the translation of the PDF libraries' errors: the file's faults get codes, our bugs do not."""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+
+import pypdf
+import pypdfium2 as pdfium
+import pytest
+from pypdf.errors import (
+    DependencyError,
+    DeprecationError,
+    FileNotDecryptedError,
+    LimitReachedError,
+    PdfReadError,
+    PdfStreamError,
+)
+
+from ingest_worker.stages.parser_errors import classify_pdfium, pdfium_errors, pypdf_errors
+from shared.errors import (
+    EncryptedPdfError,
+    IngestError,
+    InvalidPdfError,
+    MalformedPdfError,
+    NestingTooDeepError,
+    PageRenderError,
+    PdfLimitError,
+    PermanentError,
+    RestrictedFilterNameError,
+    UnsupportedEncryptionError,
+    UnsupportedFeatureError,
+    UnsupportedFilterError,
+)
+
+PYPDF = os.path.dirname(pypdf.__file__)
+PDFIUM = os.path.dirname(pdfium.__file__)
+
+
+def raise_from(directory: str, module: str, exc: BaseException) -> None:
+    """Raise `exc` from a frame whose source file is `module` under `directory`, as the library would."""
+    exec(compile("raise exc", os.path.join(directory, module), "exec"), {"exc": exc})
+
+
+@pytest.mark.parametrize(
+    ("module", "raised", "expected"),
+    [
+        ("_reader.py", PdfReadError("bad xref"), InvalidPdfError),
+        ("_reader.py", PdfStreamError("Stream has ended unexpectedly"), InvalidPdfError),
+        ("filters.py", LimitReachedError("decompression limit"), PdfLimitError),
+        ("_reader.py", FileNotDecryptedError("File has not been decrypted"), EncryptedPdfError),
+        ("filters.py", DependencyError("jbig2dec binary is not available."), UnsupportedFilterError),
+        ("filters.py", DependencyError("brotli is required"), UnsupportedFilterError),
+        (
+            f"_crypt_providers{os.sep}_fallback.py",
+            DependencyError("cryptography>=3.1"),
+            UnsupportedEncryptionError,
+        ),
+        ("filters.py", DeprecationError("The filter name /A85 is deprecated"), RestrictedFilterNameError),
+        ("filters.py", NotImplementedError("Unsupported filter /Foo"), UnsupportedFilterError),
+        (
+            "_encryption.py",
+            NotImplementedError("only Standard PDF encryption handler"),
+            UnsupportedEncryptionError,
+        ),
+        ("_page.py", NotImplementedError("something new"), UnsupportedFeatureError),
+        ("generic/_base.py", TypeError("NoneType is not subscriptable"), MalformedPdfError),
+        ("_page.py", AssertionError(), MalformedPdfError),
+        ("_page.py", AttributeError("no attribute"), MalformedPdfError),
+        ("_reader.py", ValueError("invalid literal for int()"), MalformedPdfError),
+        ("_reader.py", KeyError("/Root"), MalformedPdfError),
+        ("_cmap.py", IndexError("list index out of range"), MalformedPdfError),
+        ("_cmap.py", ZeroDivisionError(), MalformedPdfError),
+        ("filters.py", struct.error("unpack requires a buffer"), MalformedPdfError),
+        ("filters.py", zlib.error("Error -3"), MalformedPdfError),
+        ("generic/_data_structures.py", RecursionError(), NestingTooDeepError),
+    ],
+)
+def test_what_pypdf_raises_on_a_bad_file_gets_a_specific_permanent_code(
+    module: str, raised: Exception, expected: type[IngestError]
+) -> None:
+    # Given pypdf raising what hostile files provoke, from inside its own code
+    # When it escapes inside the pypdf boundary
+    with pytest.raises(expected) as caught, pypdf_errors():
+        raise_from(PYPDF, module, raised)
+
+    # Then it becomes the taxonomy's permanent error with its own code and client-safe message,
+    # the original kept as the cause
+    assert type(caught.value) is expected
+    assert isinstance(caught.value, PermanentError)
+    assert caught.value.code == expected.code != "internal_error"
+    assert caught.value.message == expected.message
+    assert caught.value.__cause__ is raised
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [TypeError("bad operand"), KeyError("x"), ValueError("x"), AttributeError("x"), RecursionError()],
+)
+def test_the_same_plain_error_raised_by_our_own_code_is_not_hidden(raised: Exception) -> None:
+    # Given our own code failing inside a block that also calls pypdf and pdfium
+    # When / Then the error passes both boundaries unchanged, to end as an internal error with its traceback
+    with pytest.raises(type(raised)) as caught, pypdf_errors():
+        raise raised
+    assert caught.value is raised
+    with pytest.raises(type(raised)) as caught, pdfium_errors():
+        raise raised
+    assert caught.value is raised
+
+
+def test_a_deprecation_error_from_a_removed_pypdf_api_is_our_bug() -> None:
+    # Given pypdf refusing a keyword it removed (raised in its helpers, not while decoding a stream)
+    raised = DeprecationError("old_term is deprecated as an argument. Use new_term instead")
+
+    # When / Then it is not blamed on the file
+    with pytest.raises(DeprecationError), pypdf_errors():
+        raise_from(PYPDF, "_utils.py", raised)
+
+
+def test_a_library_error_carries_the_message_given_for_the_place() -> None:
+    # Given a page that pypdf cannot read, in a block that names the page
+    # When / Then the generic codes carry the page's message
+    with pytest.raises(MalformedPdfError) as caught, pypdf_errors("Page 3 of the PDF could not be read."):
+        raise_from(PYPDF, "_page.py", TypeError("x"))
+    assert caught.value.message == "Page 3 of the PDF could not be read."
+
+
+@pytest.mark.parametrize(
+    ("err_code", "expected"),
+    [
+        (pdfium.raw.FPDF_ERR_PASSWORD, EncryptedPdfError),
+        (pdfium.raw.FPDF_ERR_SECURITY, UnsupportedEncryptionError),
+        (pdfium.raw.FPDF_ERR_FORMAT, InvalidPdfError),
+        (pdfium.raw.FPDF_ERR_UNKNOWN, InvalidPdfError),
+        (pdfium.raw.FPDF_ERR_PAGE, InvalidPdfError),
+        (None, PageRenderError),
+    ],
+)
+def test_pdfium_errors_get_specific_permanent_codes(
+    err_code: int | None, expected: type[IngestError]
+) -> None:
+    # Given pdfium failing to load a document (with its reason) or a page (without one)
+    raised = pdfium.PdfiumError("Failed to load", err_code=err_code)
+
+    # When / Then
+    error = classify_pdfium(raised)
+    assert type(error) is expected
+    assert isinstance(error, PermanentError)
+
+
+def test_pdfium_not_finding_the_file_is_not_blamed_on_the_file() -> None:
+    # Given pdfium unable to open the path it was given (the service's fault)
+    raised = pdfium.PdfiumError("Failed to load document", err_code=pdfium.raw.FPDF_ERR_FILE)
+
+    # When / Then it stays unclassified
+    assert classify_pdfium(raised) is None
+
+
+def test_a_plain_error_raised_inside_pypdfium2_is_a_render_failure() -> None:
+    # Given pypdfium2's helpers failing on what pdfium returned for a page
+    with pytest.raises(PageRenderError) as caught, pdfium_errors("Page 2 of the PDF could not be rendered."):
+        raise_from(PDFIUM, "_helpers/page.py", ValueError("negative size"))
+
+    # Then the page is named
+    assert caught.value.message == "Page 2 of the PDF could not be rendered."
