@@ -1,4 +1,5 @@
-"""Hostile and broken PDFs, mostly written byte by byte: bombs, lying counts, looping trees, huge images."""
+"""Hostile and broken PDFs, mostly written byte by byte: bombs, lying counts, looping trees, huge images,
+encryption of every standard kind and others, filters pypdf cannot decode, damaged cross-references."""
 
 from __future__ import annotations
 
@@ -351,5 +352,61 @@ def wrong_type_everywhere_pdf() -> bytes:
             b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
             b"<< /Type /Page /Parent 2 0 R /MediaBox /Letter /CropBox (x) /Contents 7"
             b" /Resources [1 2] /Rotate /Ninety >>",
+        ]
+    )
+
+
+def self_drawing_form_pdf() -> bytes:
+    """A page that draws a form XObject which draws itself: text extraction that follows forms loops."""
+    form = b"BT /F1 12 Tf 72 720 Td (again) Tj ET /Fm1 Do"
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            leaf_page(2, b" /Contents 4 0 R /Resources 5 0 R"),
+            b"<< /Length 7 >>\nstream\n/Fm1 Do\nendstream",
+            b"<< /XObject << /Fm1 6 0 R >> /Font << /F1 7 0 R >> >>",
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 595 842] /Resources 5 0 R /Length %d >>\nstream\n"
+            % len(form)
+            + form
+            + b"\nendstream",
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        ]
+    )
+
+
+def parent_loop_pdf() -> bytes:
+    """A page whose /Parent chain loops (branch 4's parent is itself) and that inherits its resources."""
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            b"<< /Type /Page /Parent 4 0 R /Contents 5 0 R >>",
+            b"<< /Type /Pages /Parent 4 0 R /Kids [3 0 R] /Count 1 >>",
+            b"<< /Length 5 >>\nstream\nBT ET\nendstream",
+        ]
+    )
+
+
+def deep_inline_nesting_pdf(depth: int = 50_000) -> bytes:
+    """A content stream whose operand nests arrays `depth` deep: its parser recurses once per level."""
+    content = b"BT " + b"[" * depth + b"]" * depth + b" TJ ET"
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            leaf_page(2, b" /Contents 4 0 R"),
+            b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
+        ]
+    )
+
+
+def deep_dictionary_nesting_pdf(depth: int = 50_000) -> bytes:
+    """A page entry that nests dictionaries `depth` deep, read when the page's resources are looked up."""
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            leaf_page(2, b" /Resources " + b"<< /A " * depth + b"1" + b" >>" * depth),
         ]
     )
