@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import struct
 import zlib
+from pathlib import Path
 
 import pypdf
 import pypdfium2 as pdfium
@@ -18,6 +19,7 @@ from pypdf.errors import (
     PdfStreamError,
 )
 
+from ingest_worker.stages import extract, validate
 from ingest_worker.stages.parser_errors import classify_pdfium, pdfium_errors, pypdf_errors
 from shared.errors import (
     EncryptedPdfError,
@@ -33,6 +35,7 @@ from shared.errors import (
     UnsupportedFeatureError,
     UnsupportedFilterError,
 )
+from tests import pdfs
 
 PYPDF = os.path.dirname(pypdf.__file__)
 PDFIUM = os.path.dirname(pdfium.__file__)
@@ -164,3 +167,33 @@ def test_a_plain_error_raised_inside_pypdfium2_is_a_render_failure() -> None:
 
     # Then the page is named
     assert caught.value.message == "Page 2 of the PDF could not be rendered."
+
+
+def test_a_bug_in_our_own_page_code_is_not_blamed_on_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given our page layout code failing with a plain error, inside the block that reads the page
+    def broken(page: object) -> str:
+        raise TypeError("a bug of ours")
+
+    monkeypatch.setattr(extract, "structured_text", broken)
+    path = pdfs.write_pdf(tmp_path, pdfs.text_pdf(["A good page."]))
+
+    # When / Then extraction lets it through unclassified, to end as an internal error
+    with pytest.raises(TypeError, match="a bug of ours"):
+        extract.extract_pages(path, min_chars=5)
+
+
+def test_a_bug_in_our_own_limit_checks_is_not_blamed_on_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given our limit checks failing with a plain error, inside the block that walks the file
+    def broken(reader: object, limits: object) -> None:
+        raise KeyError("a bug of ours")
+
+    monkeypatch.setattr(validate, "check_page_content", broken)
+    path = pdfs.write_pdf(tmp_path, pdfs.text_pdf(["A good page."]))
+
+    # When / Then validation lets it through unclassified
+    with pytest.raises(KeyError, match="a bug of ours"):
+        validate.validate_pdf(path, max_pages=10)
