@@ -410,3 +410,15 @@ def deep_dictionary_nesting_pdf(depth: int = 50_000) -> bytes:
             leaf_page(2, b" /Resources " + b"<< /A " * depth + b"1" + b" >>" * depth),
         ]
     )
+
+
+def crop_outside_media_pdf() -> bytes:
+    """A blank page (so one OCR renders) whose crop box lies wholly outside its media box: nothing of it
+    is visible, and pdfium reports it as smaller than a pixel."""
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            leaf_page(2, b" /CropBox [10000 10000 20000 20000]"),
+        ]
+    )

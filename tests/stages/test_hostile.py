@@ -14,6 +14,7 @@ from pypdf.errors import LimitReachedError, PdfReadError
 from ingest_worker.isolation import run_isolated
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.models import ValidationReport
+from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import pdf_errors, validate_pdf
 from shared.errors import IngestError, PdfLimitError, PermanentError
 from tests import hostile_pdfs, pdfs
@@ -155,3 +156,22 @@ def test_a_limit_pypdf_wraps_in_a_read_error_is_still_a_limit() -> None:
     # When / Then it is classified as a safety limit, not as an unreadable file
     with pytest.raises(PdfLimitError), pdf_errors():
         raise wrapped
+
+
+def test_a_page_pdfium_cannot_render_fails_the_ocr_with_its_own_code(tmp_path: Path) -> None:
+    # Given a page that passes validation and extraction (blank, so marked for OCR) but whose visible
+    # area is empty, which pypdfium2 refuses to render with a plain ValueError
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.crop_outside_media_pdf())
+    assert validate_isolated(path).page_count == 1
+    pages = run_isolated(extract_pages, path, min_chars=5, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+    assert pages[0].needs_ocr
+
+    # When its page is rendered for OCR in a child
+    read = partial(ocr_pages, path, [1], dpi=100, languages="eng", timeout_s=TIMEOUT_S)
+    with pytest.raises(IngestError) as caught:
+        run_isolated(read, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+
+    # Then it fails permanently as a page that could not be rendered, naming the page
+    assert caught.value.code == "page_render_failed"
+    assert isinstance(caught.value, PermanentError)
+    assert "Page 1" in caught.value.message
