@@ -30,6 +30,7 @@ from pypdf.errors import (
 )
 
 from shared.errors import (
+    DecompressionBombError,
     EncryptedPdfError,
     IngestError,
     InvalidPdfError,
@@ -107,10 +108,11 @@ def _translated(
 
 def classify_pypdf(exc: BaseException, message: str | None = None) -> IngestError | None:
     """The taxonomy's error for `exc` raised by pypdf, or None when pypdf is not what raised it."""
-    if isinstance(exc, LimitReachedError) or (
-        isinstance(exc, PyPdfError) and isinstance(exc.__cause__, LimitReachedError)
-    ):
-        # pypdf wraps some of its limits in a read error.
+    # pypdf wraps some of its limits in a read error.
+    limit = exc if isinstance(exc, LimitReachedError) else exc.__cause__
+    if isinstance(exc, PyPdfError) and isinstance(limit, LimitReachedError):
+        if _passes_through(limit.__traceback__, (_PYPDF_FILTERS,)):
+            return DecompressionBombError("A stream of the PDF decompresses to more data than allowed.")
         return PdfLimitError()
     if isinstance(exc, FileNotDecryptedError):
         return EncryptedPdfError()

@@ -22,6 +22,7 @@ from pypdf.errors import (
 from ingest_worker.stages import extract, validate
 from ingest_worker.stages.parser_errors import classify_pdfium, pdfium_errors, pypdf_errors
 from shared.errors import (
+    DecompressionBombError,
     EncryptedPdfError,
     IngestError,
     InvalidPdfError,
@@ -51,7 +52,8 @@ def raise_from(directory: str, module: str, exc: BaseException) -> None:
     [
         ("_reader.py", PdfReadError("bad xref"), InvalidPdfError),
         ("_reader.py", PdfStreamError("Stream has ended unexpectedly"), InvalidPdfError),
-        ("filters.py", LimitReachedError("decompression limit"), PdfLimitError),
+        ("filters.py", LimitReachedError("decompression limit"), DecompressionBombError),
+        ("_page.py", LimitReachedError("Detected cycle in /Parent hierarchy"), PdfLimitError),
         ("_reader.py", FileNotDecryptedError("File has not been decrypted"), EncryptedPdfError),
         ("filters.py", DependencyError("jbig2dec binary is not available."), UnsupportedFilterError),
         ("filters.py", DependencyError("brotli is required"), UnsupportedFilterError),
@@ -88,12 +90,12 @@ def test_what_pypdf_raises_on_a_bad_file_gets_a_specific_permanent_code(
     with pytest.raises(expected) as caught, pypdf_errors():
         raise_from(PYPDF, module, raised)
 
-    # Then it becomes the taxonomy's permanent error with its own code and client-safe message,
-    # the original kept as the cause
+    # Then it becomes the taxonomy's permanent error with its own code and a client-safe message (never
+    # the library's text), the original kept as the cause
     assert type(caught.value) is expected
     assert isinstance(caught.value, PermanentError)
     assert caught.value.code == expected.code != "internal_error"
-    assert caught.value.message == expected.message
+    assert caught.value.message and all(str(arg) not in caught.value.message for arg in raised.args)
     assert caught.value.__cause__ is raised
 
 
