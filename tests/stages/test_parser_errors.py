@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import struct
 import zlib
 from pathlib import Path
@@ -199,3 +200,28 @@ def test_a_bug_in_our_own_limit_checks_is_not_blamed_on_the_file(
     # When / Then validation lets it through unclassified
     with pytest.raises(KeyError, match="a bug of ours"):
         validate.validate_pdf(path, max_pages=10)
+
+
+def test_every_error_code_is_a_distinct_lowercase_name_with_a_message() -> None:
+    # Given every error class of the taxonomy
+    classes: list[type[IngestError]] = []
+    pending: list[type[IngestError]] = [IngestError]
+    while pending:
+        cls = pending.pop()
+        classes.append(cls)
+        pending += cls.__subclasses__()
+
+    # Then each has its own stable lowercase code, and a message to show a client
+    codes = [cls.code for cls in classes]
+    assert len(codes) == len(set(codes)), sorted(code for code in codes if codes.count(code) > 1)
+    assert all(re.fullmatch(r"[a-z][a-z0-9_]*", code) for code in codes)
+    assert all(cls.message.endswith(".") for cls in classes)
+    assert {
+        "malformed_pdf",
+        "unsupported_encryption",
+        "unsupported_filter",
+        "restricted_filter_name",
+        "unsupported_pdf_feature",
+        "page_render_failed",
+        "nesting_too_deep",
+    } <= set(codes)
