@@ -236,6 +236,48 @@ class MemoryLimitError(PdfLimitError):
     message = "Processing the PDF needed more memory than allowed."
 
 
+class MalformedPdfError(InvalidPdfError):
+    """The reader met an object of the wrong type, or a missing one, where the PDF's structure needs it."""
+
+    code = "malformed_pdf"
+    message = "The PDF's internal structure is damaged: an object is missing or of the wrong kind."
+
+
+class UnsupportedEncryptionError(EncryptedPdfError):
+    """A security handler other than the standard password one (certificates), or an unknown revision."""
+
+    code = "unsupported_encryption"
+    message = "The PDF is encrypted with a method the service cannot open (such as a certificate)."
+
+
+class UnsupportedFilterError(InvalidPdfError):
+    code = "unsupported_filter"
+    message = "The PDF compresses its content with a method the service cannot decode (such as JBIG2)."
+
+
+class RestrictedFilterNameError(InvalidPdfError):
+    code = "restricted_filter_name"
+    message = (
+        "The PDF names a stream's compression by an abbreviation (such as /A85 or /Fl) that PDF allows "
+        "only for inline images."
+    )
+
+
+class UnsupportedFeatureError(InvalidPdfError):
+    code = "unsupported_pdf_feature"
+    message = "The PDF uses a feature the service's reader does not support."
+
+
+class PageRenderError(InvalidPdfError):
+    code = "page_render_failed"
+    message = "A page of the PDF could not be rendered for OCR."
+
+
+class NestingTooDeepError(PdfLimitError):
+    code = "nesting_too_deep"
+    message = "The PDF nests its objects deeper than the reader can follow."
+
+
 class ParseTimeoutError(PermanentError):
     """The parser spent its whole time limit working on the file: the same bytes would hang it again."""
 

@@ -11,11 +11,11 @@ import pypdfium2 as pdfium
 import pytesseract
 from PIL import Image
 
+from ingest_worker.stages.parser_errors import pdfium_errors
 from shared.errors import (
-    EncryptedPdfError,
-    InvalidPdfError,
     OcrFailedError,
     OcrUnavailableError,
+    PageCountMismatchError,
     ProcessingTimeoutError,
 )
 
@@ -60,9 +60,10 @@ def ocr_pages(
     Each page is rendered in greyscale at `dpi` (lower for pages too large for the pixel budget) with its
     /Rotate applied, turned straight when its lines are tilted (see `deskew`; tesseract itself turns
     pages lying sideways or upside down), and read by tesseract in `languages` ("eng", "eng+deu"), with
-    `timeout_s` per page. Raises InvalidPdfError
-    when pdfium cannot open or render the file, ProcessingTimeoutError when a page runs out of time,
-    OcrFailedError when tesseract fails. The text is returned as tesseract gives it, stripped.
+    `timeout_s` per page. Raises EncryptedPdfError or InvalidPdfError (PageRenderError and the
+    other codes of `parser_errors`) when pdfium cannot open or render the file, ProcessingTimeoutError
+    when a page runs out of time, OcrFailedError when tesseract fails. The text is returned as tesseract
+    gives it, stripped.
     """
     if dpi <= 0 or timeout_s <= 0:
         raise ValueError("dpi and timeout_s must be positive")
@@ -89,13 +90,8 @@ class _PdfiumDocument:
         self._document: pdfium.PdfDocument | None = None
 
     def __enter__(self) -> _PdfiumDocument:
-        with _PDFIUM_LOCK:
-            try:
-                self._document = pdfium.PdfDocument(self._path)
-            except pdfium.PdfiumError as exc:
-                if exc.err_code == pdfium.raw.FPDF_ERR_PASSWORD:
-                    raise EncryptedPdfError() from exc
-                raise InvalidPdfError() from exc
+        with _PDFIUM_LOCK, pdfium_errors():
+            self._document = pdfium.PdfDocument(self._path)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -107,9 +103,13 @@ class _PdfiumDocument:
     def render(self, number: int, dpi: int) -> tuple[Image.Image, int]:
         """Page `number` as a greyscale image, and the dpi it was rendered at."""
         assert self._document is not None
-        with _PDFIUM_LOCK:
-            if not 1 <= number <= len(self._document):
+        # Errors pypdfium2 raises are the file's; any other error in the block stays unclassified.
+        with _PDFIUM_LOCK, pdfium_errors(f"Page {number} of the PDF could not be rendered."):
+            if number < 1:
                 raise ValueError(f"page {number} is not in the document")
+            if number > len(self._document):
+                # pypdf counted more pages in the page tree than pdfium finds in the same file.
+                raise PageCountMismatchError(f"Page {number} of the PDF is missing from its page tree.")
             page = self._document[number - 1]
             try:
                 width_pt, height_pt = page.get_size()
@@ -120,8 +120,6 @@ class _PdfiumDocument:
                     image = bitmap.to_pil().convert("L")
                 finally:
                     bitmap.close()
-            except pdfium.PdfiumError as exc:
-                raise InvalidPdfError(f"Page {number} of the PDF could not be rendered.") from exc
             finally:
                 page.close()
         return image, max(1, round(scale * POINTS_PER_INCH))

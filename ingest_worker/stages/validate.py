@@ -3,24 +3,23 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
 from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
 from ingest_worker.stages.models import ValidationReport
+from ingest_worker.stages.parser_errors import pypdf_errors
 from shared.errors import (
     EmptyFileError,
     EncryptedPdfError,
-    IngestError,
     InvalidPdfError,
+    MalformedPdfError,
     NotAPdfError,
     PageCountMismatchError,
-    PdfLimitError,
     TooManyObjectsError,
     TruncatedPdfError,
+    UnsupportedEncryptionError,
 )
 
 PDF_MAGIC = b"%PDF-"
@@ -29,31 +28,18 @@ DEFAULT_LIMITS = PdfLimits()
 _TAIL_BYTES = 1024
 _HEAD_BYTES = 65536
 _OBJECT_HEADER = re.compile(rb"\d+\s+\d+\s+obj\b")
-
-# What pypdf lets escape on hostile or broken files besides its own errors: parsers deep in the library
-# index, unpack and recurse on attacker-controlled structures without checking them first.
-HOSTILE_FILE_ERRORS: tuple[type[Exception], ...] = (
-    TypeError,
-    AssertionError,
-    AttributeError,
-    ValueError,
-    KeyError,
-    IndexError,
-    ZeroDivisionError,
-    OverflowError,
-    RecursionError,
-    # An unsupported stream filter or security handler deep in a file.
-    NotImplementedError,
-)
+# What a cut-off file makes the reader report, when nothing more specific explains the failure.
+_CUT_SHORT_SYMPTOMS = (InvalidPdfError, MalformedPdfError)
 
 
 def validate_pdf(path: str, *, max_pages: int, limits: PdfLimits = DEFAULT_LIMITS) -> ValidationReport:
     """Check the PDF at `path` opens (with an empty password if encrypted), has 1..`max_pages` pages
     and stays within `limits`, before any stage parses its pages.
 
-    Raises EmptyFileError, NotAPdfError, EncryptedPdfError, TooManyPagesError, InvalidPdfError (or its
-    TruncatedPdfError, NoPagesError, PageTreeCycleError, PageCountMismatchError) and PdfLimitError
-    (or its TooManyObjectsError, PageTreeTooDeepError, DecompressionBombError, ImageTooLargeError).
+    Raises EmptyFileError, NotAPdfError, EncryptedPdfError (or UnsupportedEncryptionError),
+    TooManyPagesError, InvalidPdfError (or its TruncatedPdfError, NoPagesError, PageTreeCycleError,
+    PageCountMismatchError and the codes of `parser_errors`) and PdfLimitError (or its TooManyObjectsError,
+    PageTreeTooDeepError, DecompressionBombError, ImageTooLargeError, NestingTooDeepError).
     """
     try:
         reader, encrypted = open_pdf(path, max_objects=limits.max_objects)
@@ -64,7 +50,7 @@ def validate_pdf(path: str, *, max_pages: int, limits: PdfLimits = DEFAULT_LIMIT
                 raise PageCountMismatchError()
             check_page_content(reader, limits)
     except InvalidPdfError as exc:
-        if type(exc) is InvalidPdfError and _looks_truncated(path):
+        if type(exc) in _CUT_SHORT_SYMPTOMS and _looks_truncated(path):
             raise TruncatedPdfError() from exc.__cause__
         raise
     return ValidationReport(page_count=page_count, encrypted_opened=encrypted)
@@ -102,25 +88,8 @@ def check_magic(path: str) -> None:
         raise NotAPdfError()
 
 
-@contextmanager
-def pdf_errors(message: str | None = None) -> Iterator[None]:
-    """Translate what pypdf raises on a bad file into the error taxonomy (InvalidPdfError, PdfLimitError).
-
-    `message` replaces InvalidPdfError's default client-safe message, e.g. to name the page.
-    """
-    try:
-        yield
-    except IngestError:
-        raise
-    except LimitReachedError as exc:
-        raise PdfLimitError() from exc
-    except PyPdfError as exc:
-        # pypdf wraps some of its limits in a read error.
-        if isinstance(exc.__cause__, LimitReachedError):
-            raise PdfLimitError() from exc
-        raise InvalidPdfError(message) from exc
-    except HOSTILE_FILE_ERRORS as exc:
-        raise InvalidPdfError(message) from exc
+# The stages that read with pypdf classify its errors through this one boundary.
+pdf_errors = pypdf_errors
 
 
 def _decrypt_without_password(reader: PdfReader) -> None:
@@ -128,7 +97,7 @@ def _decrypt_without_password(reader: PdfReader) -> None:
         result = reader.decrypt("")
     except (DependencyError, NotImplementedError) as exc:
         # AES needs an optional crypto package; other security handlers (certificates) pypdf lacks.
-        raise EncryptedPdfError("The PDF uses an encryption method the service cannot open.") from exc
+        raise UnsupportedEncryptionError() from exc
     if result == PasswordType.NOT_DECRYPTED:
         raise EncryptedPdfError()
 

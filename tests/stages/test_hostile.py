@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -12,8 +14,9 @@ from pypdf.errors import LimitReachedError, PdfReadError
 from ingest_worker.isolation import run_isolated
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.models import ValidationReport
+from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import pdf_errors, validate_pdf
-from shared.errors import IngestError, InvalidPdfError, PdfLimitError, PermanentError
+from shared.errors import IngestError, PdfLimitError, PermanentError
 from tests import hostile_pdfs, pdfs
 
 TIMEOUT_S = 30
@@ -36,12 +39,40 @@ HOSTILE: list[tuple[str, Callable[[], bytes], str]] = [
 ]
 
 
+# Files pypdf cannot decode or decrypt, each with the code that says why. Without the jbig2dec program,
+# pypdf cannot decode JBIG2; with it, the garbage below is a stream it fails to decode (`invalid_pdf`).
+UNREADABLE: list[tuple[str, Callable[[], bytes], str]] = [
+    *[
+        (
+            f"{algorithm} with a user password",
+            partial(hostile_pdfs.encrypted_with, algorithm, user_password="pw"),
+            "encrypted",
+        )
+        for algorithm in hostile_pdfs.ENCRYPTION_ALGORITHMS
+    ],
+    ("the certificate security handler", hostile_pdfs.certificate_encrypted_pdf, "unsupported_encryption"),
+    ("an unknown security revision", hostile_pdfs.unknown_revision_encrypted_pdf, "unsupported_encryption"),
+    *(
+        [("JBIG2 page content", hostile_pdfs.jbig2_content_pdf, "unsupported_filter")]
+        if shutil.which("jbig2dec") is None
+        else []
+    ),
+    ("an unknown filter", hostile_pdfs.unknown_filter_pdf, "unsupported_filter"),
+    ("a named crypt filter", hostile_pdfs.named_crypt_filter_pdf, "unsupported_filter"),
+    ("/A85 on page content", hostile_pdfs.abbreviated_a85_pdf, "restricted_filter_name"),
+    ("/Fl on page content", hostile_pdfs.abbreviated_flate_pdf, "restricted_filter_name"),
+    ("ten thousand pages", partial(hostile_pdfs.many_pages_pdf, 10_000), "too_many_pages"),
+]
+
+
 def validate_isolated(path: str) -> ValidationReport:
     return run_isolated(validate_pdf, path, max_pages=MAX_PAGES, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
 
 
 @pytest.mark.parametrize(
-    ("make", "code"), [(make, code) for _, make, code in HOSTILE], ids=[name for name, _, _ in HOSTILE]
+    ("make", "code"),
+    [(make, code) for _, make, code in HOSTILE + UNREADABLE],
+    ids=[name for name, _, _ in HOSTILE + UNREADABLE],
 )
 def test_a_hostile_file_ends_with_its_own_code_within_its_limit(
     tmp_path: Path, make: Callable[[], bytes], code: str
@@ -74,15 +105,21 @@ def test_good_files_still_pass_after_the_hostile_set(tmp_path: Path) -> None:
         with pytest.raises(IngestError):
             validate_isolated(pdfs.write_pdf(tmp_path, make(), f"hostile-{number}.pdf"))
 
-    # When a good text PDF and one encrypted with an owner password only are validated and extracted
+    # When a good text PDF and ones encrypted with an owner password only are validated and extracted
     text = pdfs.write_pdf(tmp_path, pdfs.text_pdf(["First page.", "Second page."]), "good.pdf")
     owner_only = pdfs.write_pdf(tmp_path, hostile_pdfs.owner_only_pdf(), "owner-only.pdf")
+    aes = pdfs.write_pdf(
+        tmp_path, hostile_pdfs.encrypted_with("AES-256", text="Sealed, not secret."), "aes.pdf"
+    )
 
-    # Then both pass, and the text comes out
+    # Then all pass, and the text comes out
     assert validate_isolated(text) == ValidationReport(page_count=2, encrypted_opened=False)
     assert validate_isolated(owner_only) == ValidationReport(page_count=1, encrypted_opened=True)
+    assert validate_isolated(aes) == ValidationReport(page_count=1, encrypted_opened=True)
     pages = run_isolated(extract_pages, text, min_chars=5, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
     assert [page.text.strip() for page in pages] == ["First page.", "Second page."]
+    pages = run_isolated(extract_pages, aes, min_chars=5, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+    assert [page.text.strip() for page in pages] == ["Sealed, not secret."]
 
 
 def test_a_lying_count_under_the_page_limit_is_still_a_mismatch(tmp_path: Path) -> None:
@@ -121,8 +158,20 @@ def test_a_limit_pypdf_wraps_in_a_read_error_is_still_a_limit() -> None:
         raise wrapped
 
 
-def test_an_unsupported_feature_deep_in_a_file_is_an_invalid_pdf() -> None:
-    # Given pypdf meeting a filter it does not implement
-    # When / Then the file is refused as unreadable rather than failing the job with an internal error
-    with pytest.raises(InvalidPdfError), pdf_errors():
-        raise NotImplementedError("Unsupported filter /JBIG2Decode")
+def test_a_page_pdfium_cannot_render_fails_the_ocr_with_its_own_code(tmp_path: Path) -> None:
+    # Given a page that passes validation and extraction (blank, so marked for OCR) but whose visible
+    # area is empty, which pypdfium2 refuses to render with a plain ValueError
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.crop_outside_media_pdf())
+    assert validate_isolated(path).page_count == 1
+    pages = run_isolated(extract_pages, path, min_chars=5, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+    assert pages[0].needs_ocr
+
+    # When its page is rendered for OCR in a child
+    read = partial(ocr_pages, path, [1], dpi=100, languages="eng", timeout_s=TIMEOUT_S)
+    with pytest.raises(IngestError) as caught:
+        run_isolated(read, timeout_s=TIMEOUT_S, memory_mb=MEMORY_MB)
+
+    # Then it fails permanently as a page that could not be rendered, naming the page
+    assert caught.value.code == "page_render_failed"
+    assert isinstance(caught.value, PermanentError)
+    assert "Page 1" in caught.value.message

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from pypdf.errors import LimitReachedError, PdfReadError, PdfStreamError
+from pypdf.errors import PdfStreamError
 
 from ingest_worker.stages.models import ValidationReport
-from ingest_worker.stages.validate import pdf_errors, validate_pdf
+from ingest_worker.stages.validate import validate_pdf
 from shared.errors import (
     EmptyFileError,
     EncryptedPdfError,
-    IngestError,
     InvalidPdfError,
     NotAPdfError,
-    PdfLimitError,
     TooManyPagesError,
+    UnsupportedEncryptionError,
 )
-from tests import pdfs
+from tests import hostile_pdfs, pdfs
 
 
 def test_a_text_pdf_reports_its_page_count(tmp_path: Path) -> None:
@@ -112,25 +112,39 @@ def test_more_pages_than_allowed_is_refused_and_the_limit_itself_passes(tmp_path
     assert validate_pdf(path, max_pages=3).page_count == 3
 
 
-@pytest.mark.parametrize(
-    ("raised", "expected"),
-    [
-        (LimitReachedError("decompression limit"), PdfLimitError),
-        (PdfReadError("bad xref"), InvalidPdfError),
-        (TypeError("NoneType is not subscriptable"), InvalidPdfError),
-        (AssertionError(), InvalidPdfError),
-        (AttributeError("no attribute"), InvalidPdfError),
-        (ValueError("bad int"), InvalidPdfError),
-        (KeyError("/Root"), InvalidPdfError),
-        (RecursionError(), InvalidPdfError),
-    ],
-)
-def test_hostile_file_errors_are_classified(raised: Exception, expected: type[IngestError]) -> None:
-    # Given pypdf raising what hostile files provoke
-    # When it escapes inside the classification boundary
-    with pytest.raises(expected) as caught, pdf_errors():
-        raise raised
+@pytest.mark.parametrize("algorithm", hostile_pdfs.ENCRYPTION_ALGORITHMS)
+def test_every_standard_encryption_opens_with_an_empty_user_password(tmp_path: Path, algorithm: str) -> None:
+    # Given a PDF encrypted with the algorithm and an owner password only
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.encrypted_with(algorithm))
 
-    # Then it becomes the taxonomy's error with its client-safe message, the original kept as the cause
-    assert caught.value.__cause__ is raised
-    assert caught.value.message == expected.message
+    # When it is validated
+    report = validate_pdf(path, max_pages=10)
+
+    # Then it opens and says it was encrypted
+    assert report == ValidationReport(page_count=1, encrypted_opened=True)
+
+
+@pytest.mark.parametrize("algorithm", hostile_pdfs.ENCRYPTION_ALGORITHMS)
+def test_every_standard_encryption_with_a_user_password_is_refused(tmp_path: Path, algorithm: str) -> None:
+    # Given a PDF that needs a user password, encrypted with the algorithm
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.encrypted_with(algorithm, user_password="hunter2"))
+
+    # When / Then it is refused as encrypted, not as a method the service lacks
+    with pytest.raises(EncryptedPdfError) as caught:
+        validate_pdf(path, max_pages=10)
+    assert caught.value.code == "encrypted"
+
+
+@pytest.mark.parametrize(
+    "make", [hostile_pdfs.certificate_encrypted_pdf, hostile_pdfs.unknown_revision_encrypted_pdf]
+)
+def test_a_security_handler_other_than_the_standard_one_is_unsupported(
+    tmp_path: Path, make: Callable[[], bytes]
+) -> None:
+    # Given a PDF encrypted for a certificate's holder, or at an unknown revision
+    path = pdfs.write_pdf(tmp_path, make())
+
+    # When / Then it is refused with its own code
+    with pytest.raises(UnsupportedEncryptionError) as caught:
+        validate_pdf(path, max_pages=10)
+    assert caught.value.code == "unsupported_encryption"
