@@ -6,8 +6,9 @@ half-open range of code points into that text, and `chunk.text == document_text(
 except for the later parts of a table too large for one chunk: each starts with the table's header
 row and a line break, then the slice.
 
-Tables (a paragraph of two or more lines of tab-separated cells, as extraction writes them) are
-chunks of their own: whole when they fit the window, otherwise split between rows.
+Tables (a paragraph of two or more lines of tab-separated cells, as extraction writes them) are kept
+whole when they fit the window, packed like any other piece; a larger one is split between rows and
+each part is a chunk of its own.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ _HEADING_MAX_WORDS = 12
 # A line ending in a colon introduces what follows ("For example:"); it does not title it.
 _NOT_HEADING_END = ".,;:!?"
 _PAGE_FOOTER = re.compile(r"(?i)page\s+\d")
+# A chunk under this share of the window (1/SMALL_SHARE) goes on past a heading into the next section.
+SMALL_SHARE = 4
 
 TokenCounter = Callable[[str], int]
 # (start, end, tokens) of a piece of the document text.
@@ -60,24 +63,33 @@ def chunk_pages(
     """Cut the pages into chunks of at most `max_tokens` tokens as `count_tokens` counts them.
 
     Text is split at paragraphs, then sentences, lines, words and, for a word longer than the window,
-    characters; the pieces are packed greedily into chunks. A heading (a short one-line paragraph)
-    starts a new chunk. Other chunks start with up to `overlap_tokens` tokens (whole words) from the end
-    of the one before. Chunks carry their 1-based page range, offsets (see the module docstring), exact
-    token count and the heading of their section. Returns no chunks when the pages hold no text.
+    characters; the pieces are packed greedily into chunks that fill the window. A heading (one the
+    extraction measured, or on pages without measurements a short one-line paragraph) opens a new chunk
+    unless the chunk so far holds under a quarter of the window: then the chunk goes on into the next
+    section and carries every heading it spans (`sections`), so short sections and slides make chunks
+    of real size. A heading never ends a chunk. A small last chunk is folded into the one before when
+    both fit. Tables are never split while they fit the window. Other chunks start with up to
+    `overlap_tokens` tokens (whole words) from the end of the one before. Chunks carry their 1-based
+    page range, offsets (see the module docstring), exact token count, the heading of their section and
+    the headings they span. Returns no chunks when the pages hold no text.
     Deterministic; the text handed to count_tokens adds up to a small multiple of the document's.
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
     if not 0 <= overlap_tokens < max_tokens:
         raise ValueError("overlap_tokens must be at least 0 and below max_tokens")
-    text, page_starts, page_numbers = _layout(pages)
-    splitter = _Splitter(text, max_tokens, count_tokens).split()
+    text, page_starts, page_numbers, measured = _layout(pages)
+    splitter = _Splitter(text, max_tokens, count_tokens, _heading_judge(page_starts, measured)).split()
     pieces, headings, tables = splitter.pieces, splitter.headings, splitter.tables
     heading_starts = [start for start, _ in headings]
     section_starts = set(heading_starts)
+    # A chunk smaller than this does not end at a heading: it goes on into the next section.
+    small = max_tokens // SMALL_SHARE
 
     def chunk(start: int, end: int, tokens: int, prefix: str = "") -> Chunk:
-        heading_index = bisect.bisect_right(heading_starts, start) - 1
+        first = bisect.bisect_right(heading_starts, start) - 1
+        last = bisect.bisect_left(heading_starts, end)
+        spanned = tuple(title for _, title in headings[max(first, 0) : last])
         return Chunk(
             index=len(chunks),
             text=prefix + text[start:end],
@@ -86,47 +98,81 @@ def chunk_pages(
             char_start=start,
             char_end=end,
             token_count=tokens,
-            heading=headings[heading_index][1] if heading_index >= 0 else None,
+            heading=headings[first][1] if first >= 0 else None,
+            sections=spanned,
+        )
+
+    def fits(j: int, tokens: int) -> bool:
+        """Whether piece j joins the chunk holding `tokens`: it fits, is no later part of a split table,
+        and, when it is a heading, the chunk is still small and the heading's first piece fits too (a
+        heading never ends a chunk)."""
+        if tokens + pieces[j][2] > max_tokens or tables.get(pieces[j][0]):
+            return False
+        if pieces[j][0] not in section_starts:
+            return True
+        return tokens < small and (
+            j + 1 == len(pieces) or tokens + pieces[j][2] + pieces[j + 1][2] <= max_tokens
         )
 
     chunks: list[Chunk] = []
     previous: tuple[int, int, int] | None = None  # first piece, end piece and start of the last chunk
     i = 0
     while i < len(pieces):
-        if pieces[i][0] in tables:
-            # A table, or a run of its rows, is a chunk of its own; the next chunk starts clean.
+        if tables.get(pieces[i][0]):
+            # A later part of a split table is a chunk of its own, led by the table's header row.
             chunks.append(chunk(*pieces[i], prefix=tables[pieces[i][0]]))
             previous, i = None, i + 1
             continue
         start, tokens = pieces[i][0], 0
-        # A chunk that opens a section starts clean; otherwise it repeats the previous chunk's tail, as
-        # much of the overlap as leaves room for its first piece.
+        # A chunk that opens a section or a table starts clean; otherwise it repeats the previous
+        # chunk's tail, as much of the overlap as leaves room for its first piece.
         budget = min(overlap_tokens, max_tokens - pieces[i][2])
-        if previous and budget > 0 and pieces[i][0] not in section_starts:
+        if previous and budget > 0 and pieces[i][0] not in section_starts and pieces[i][0] not in tables:
             tail = _overlap(text, pieces, *previous, budget, count_tokens)
             if tail:
                 start, tokens = tail
-        j = i
-        # Pack whole pieces while they fit; a heading closes the chunk so it opens the next one.
-        while (
-            j < len(pieces)
-            and tokens + pieces[j][2] <= max_tokens
-            and (j == i or pieces[j][0] not in section_starts)
-            and pieces[j][0] not in tables
-        ):
+        j = i + 1
+        tokens += pieces[i][2]
+        # Pack whole pieces while they fit; a heading closes the chunk unless the chunk is still small.
+        while j < len(pieces) and fits(j, tokens):
             tokens += pieces[j][2]
             j += 1
         start, j, tokens = _fit(text, pieces, i, start, j, max_tokens, count_tokens)
         chunks.append(chunk(start, pieces[j - 1][1], tokens))
         previous, i = (i, j, start), j
+    return _merge_small_tail(chunks, text, small, max_tokens, count_tokens, chunk)
+
+
+def _merge_small_tail(
+    chunks: list[Chunk],
+    text: str,
+    small: int,
+    max_tokens: int,
+    count: TokenCounter,
+    make: Callable[..., Chunk],
+) -> list[Chunk]:
+    """The chunks with a small last chunk folded into the one before, when both fit the window: the end
+    of a document has no next piece to join."""
+    if len(chunks) < 2 or chunks[-1].token_count >= small:
+        return chunks
+    before, last = chunks[-2], chunks[-1]
+    if before.text != text[before.char_start : before.char_end] or last.char_start < before.char_start:
+        return chunks  # a later part of a split table keeps its header row and stays apart
+    tokens = count(text[before.char_start : last.char_end])
+    if tokens > max_tokens:
+        return chunks
+    del chunks[-2:]
+    chunks.append(make(before.char_start, last.char_end, tokens))
     return chunks
 
 
-def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int]]:
-    """The document text, and the offset where each non-empty page starts with that page's number."""
+def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int], list[list[str] | None]]:
+    """The document text; the offset where each non-empty page starts, with that page's number and the
+    headings extraction measured on it (normalised like the text; None when none were measured)."""
     parts: list[str] = []
     starts: list[int] = []
     numbers: list[int] = []
+    measured: list[list[str] | None] = []
     offset = 0
     for page in sorted(pages, key=lambda p: p.number):
         page_text = normalize_text(page.text)
@@ -137,16 +183,37 @@ def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int]]:
             offset += len(PAGE_SEPARATOR)
         starts.append(offset)
         numbers.append(page.number)
+        measured.append(None if page.headings is None else [normalize_text(h) for h in page.headings])
         parts.append(page_text)
         offset += len(page_text)
-    return "".join(parts), starts, numbers
+    return "".join(parts), starts, numbers, measured
+
+
+def _heading_judge(page_starts: list[int], measured: list[list[str] | None]) -> Callable[[int, str], bool]:
+    """Decides whether the paragraph at an offset is a heading: on a page whose headings extraction
+    measured (type size and weight), only those are; elsewhere (OCR) a short one-line paragraph is."""
+    remaining = [None if titles is None else list(titles) for titles in measured]
+
+    def is_heading(start: int, paragraph: str) -> bool:
+        titles = remaining[bisect.bisect_right(page_starts, start) - 1]
+        if titles is None:
+            return _is_heading(paragraph)
+        if paragraph in titles:
+            titles.remove(paragraph)
+            return True
+        return False
+
+    return is_heading
 
 
 class _Splitter:
     """Cuts the document text into pieces of at most max_tokens each, noting headings on the way."""
 
-    def __init__(self, text: str, max_tokens: int, count: TokenCounter) -> None:
+    def __init__(
+        self, text: str, max_tokens: int, count: TokenCounter, is_heading: Callable[[int, str], bool]
+    ) -> None:
         self.text = text
+        self.is_heading = is_heading
         self.max_tokens = max_tokens
         self.count = count
         self.pieces: list[_Piece] = []
@@ -157,7 +224,7 @@ class _Splitter:
     def split(self) -> _Splitter:
         for start, end in _spans(self.text, 0, len(self.text), _LEVELS[0]):
             paragraph = self.text[start:end]
-            if _is_heading(paragraph):
+            if self.is_heading(start, paragraph):
                 self.headings.append((start, paragraph))
             if _is_table(paragraph):
                 self._table(start, end)
