@@ -30,6 +30,8 @@ from typing import Any
 
 from pypdf import PageObject
 
+from ingest_worker.stages.spacing import word_gaps
+
 # A gap between lines this many times the usual spacing separates paragraphs.
 PARAGRAPH_GAP = 1.5
 # Line spacing is at most this many times the body font size (double spacing is 2.4 or so).
@@ -44,6 +46,12 @@ HEADING_MAX_WORDS = 12
 TABLE_MEAN_CELL_CHARS = 32
 # A first or last line of a page recurring on this many pages is a running head or foot.
 RUNNING_MIN_PAGES = 2
+# A footnote mark: at most this many digits or symbols, set this much smaller and raised this share of
+# the note's type size.
+FOOTNOTE_MARK_CHARS = 3
+FOOTNOTE_MARK_SCALE = 0.85
+FOOTNOTE_MARK_RISE = 0.15
+_FOOTNOTE_SYMBOLS = "*\u2217\u2020\u2021\u00a7\u00b6"
 _BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
 
 
@@ -75,7 +83,7 @@ def structured_text(page: PageObject) -> str:
         if text:
             runs.append((text, *_position(cm, tm, size), _is_bold(font)))
 
-    plain = page.extract_text(visitor_text=visit)
+    plain = page.extract_text(visitor_text=visit, visitor_operand_before=word_gaps())
     if "".join(run[0] for run in runs) != plain:
         # pypdf built its text some other way (it may for some fonts): keep it as it is.
         return plain
@@ -132,6 +140,7 @@ def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
     lines: list[_Line] = []
     current: _Line | None = None
     ended = True  # the previous run ended its line
+    before = ("", 0.0, 0.0)  # the previous piece, its baseline and its size
     for text, y, size, bold in runs:
         pieces = text.split("\n")
         for index, piece in enumerate(pieces):
@@ -146,13 +155,29 @@ def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
             elif ended:
                 current.cells.append(piece)
             else:
+                if _opens_footnote(current.cells[-1], before, y, size) and piece[:1].isalnum():
+                    piece = " " + piece
                 current.cells[-1] += piece
+            before = (piece, y, size)
             if piece.strip():
                 current.size = max(current.size, size)
                 current.bold = current.bold and bold
             ended = False
         ended = text.endswith("\n")
     return [line for line in lines if line.text]
+
+
+def _opens_footnote(cell: str, before: tuple[str, float, float], y: float, size: float) -> bool:
+    """Whether `cell` is only a footnote mark (a raised, smaller number or symbol) set right before
+    text at `y` in `size`: pypdf glues the mark to the note's first word ("1By e-mail")."""
+    mark, mark_y, mark_size = before
+    return (
+        cell.strip() == mark.strip()
+        and 0 < len(mark.strip()) <= FOOTNOTE_MARK_CHARS
+        and all(char.isdigit() or char in _FOOTNOTE_SYMBOLS for char in mark.strip())
+        and mark_size <= FOOTNOTE_MARK_SCALE * size
+        and mark_y - y >= FOOTNOTE_MARK_RISE * size
+    )
 
 
 def _paragraphs(lines: list[_Line]) -> str:
