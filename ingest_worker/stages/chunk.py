@@ -222,14 +222,19 @@ class _Splitter:
         self.tables: dict[int, str] = {}
 
     def split(self) -> _Splitter:
+        after_heading = 0  # tokens of the heading just before, which the next piece must leave room for
         for start, end in _spans(self.text, 0, len(self.text), _LEVELS[0]):
             paragraph = self.text[start:end]
-            if self.is_heading(start, paragraph):
+            heading = self.is_heading(start, paragraph)
+            if heading:
                 self.headings.append((start, paragraph))
             if _is_table(paragraph):
                 self._table(start, end)
             else:
-                self._piece(start, end, 0)
+                # The paragraph after a heading is cut finer when its first piece would not fit beside
+                # the heading: a heading never makes a chunk of its own.
+                self._piece(start, end, 0, limit=self.max_tokens - after_heading)
+            after_heading = self.pieces[-1][2] if heading and self.pieces[-1][2] < self.max_tokens else 0
         return self
 
     def _table(self, start: int, end: int) -> None:
@@ -264,19 +269,22 @@ class _Splitter:
         self.pieces.append((start, end, tokens))
         self.tables[start] = prefix
 
-    def _piece(self, start: int, end: int, level: int, tokens: int | None = None) -> None:
-        if tokens is None and end - start > self.max_tokens * _SURELY_OVER_CHARS_PER_TOKEN:
-            tokens = self.max_tokens + 1
+    def _piece(
+        self, start: int, end: int, level: int, tokens: int | None = None, limit: int | None = None
+    ) -> None:
+        limit = self.max_tokens if limit is None else limit
+        if tokens is None and end - start > limit * _SURELY_OVER_CHARS_PER_TOKEN:
+            tokens = limit + 1
         if tokens is None:
             tokens = self.count(self.text[start:end])
-        if tokens <= self.max_tokens:
+        if tokens <= limit:
             self.pieces.append((start, end, tokens))
         elif level + 1 == len(_LEVELS):
             self._characters(start, end)
         else:
             for part in _spans(self.text, start, end, _LEVELS[level + 1]):
                 # A span with nothing to split at this level goes finer without being counted again.
-                self._piece(*part, level + 1, tokens if part == (start, end) else None)
+                self._piece(*part, level + 1, tokens if part == (start, end) else None, limit)
 
     def _characters(self, start: int, end: int) -> None:
         """Cut a span with no whitespace into the longest prefixes that fit, by binary search."""

@@ -284,3 +284,18 @@ def test_impossible_windows_are_rejected(max_tokens: int, overlap_tokens: int) -
     # Given a window that cannot hold its overlap, When / Then chunking refuses it
     with pytest.raises(ValueError):
         chunk_pages([], max_tokens=max_tokens, overlap_tokens=overlap_tokens, count_tokens=count_tokens)
+
+
+def test_a_heading_never_makes_a_chunk_of_its_own() -> None:
+    # Given a heading followed by a paragraph that alone nearly fills the window
+    words = " ".join(f"Clause {k} binds the carrier." for k in range(40))
+    sentences = _chunk([PageText(number=1, text=words, needs_ocr=False)], overlap_tokens=0)
+    paragraph = sentences[0].text
+    pages = [PageText(number=1, text=f"Carriage Terms\n\n{paragraph}\n\nMore terms follow.", needs_ocr=False)]
+
+    # When chunked
+    chunks = _chunk(pages)
+
+    # Then the heading opens a chunk that also holds text of its section
+    assert chunks[0].text.startswith("Carriage Terms\n\nClause 0")
+    assert all(c.text.strip() != "Carriage Terms" for c in chunks)
