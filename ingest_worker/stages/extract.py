@@ -48,10 +48,12 @@ def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
     with pdf_errors():
         page_count = len(reader.pages)
     pages: list[PageText] = []
+    wide: list[bool] = []  # pages wider than tall: slides, whose steps repeat lines on purpose
     for number in range(1, page_count + 1):
         with pdf_errors(f"Page {number} of the PDF could not be read."):
             page = reader.pages[number - 1]
             text, headings = structured_page(page)
+            wide.append(_is_wide(page))
             chars = visible_chars(text)
             # Coverage is only worth its parse for the few pages whose text layer is short.
             needs_ocr = chars < min_chars or (
@@ -65,9 +67,22 @@ def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
                 headings=None if headings is None else tuple(headings),
             )
         )
-    texts = drop_running_lines([page.text for page in pages], [set(page.headings or ()) for page in pages])
+    texts = drop_running_lines(
+        [page.text for page in pages], [set(page.headings or ()) for page in pages], wide
+    )
     # A page marked for OCR keeps the text it had: OCR will read the whole page anyway.
     return [p if p.needs_ocr else dataclasses.replace(p, text=t) for p, t in zip(pages, texts, strict=True)]
+
+
+def _is_wide(page: PageObject) -> bool:
+    """Whether the page, as shown (rotation included), is wider than it is tall."""
+    try:
+        left, bottom, right, top = (float(v) for v in page.cropbox)
+        rotated = int(page.get("/Rotate", 0) or 0) % 180 == 90
+    except (TypeError, ValueError):
+        return False
+    width, height = abs(right - left), abs(top - bottom)
+    return height < width if not rotated else width < height
 
 
 def visible_chars(text: str) -> int:

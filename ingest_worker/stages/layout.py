@@ -41,7 +41,7 @@ SAME_LINE = 0.3
 # A run drawn more than this many type sizes above or below its line starts a new one.
 LINE_JUMP = 1.2
 # A heading's font is at least this much larger than the body's (or bold), and the line is short.
-HEADING_SCALE = 1.15
+HEADING_SCALE = 1.08
 HEADING_MAX_CHARS = 80
 HEADING_MAX_WORDS = 12
 # Table cells are short: side-by-side runs averaging more than this are columns of prose.
@@ -56,6 +56,10 @@ _FOOTNOTE_SYMBOLS = "*\u2217\u2020\u2021\u00a7\u00b6"
 HEADING_MAX_STACK = 3
 _NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
 _CAPTION = re.compile(r"(?i)^(fig(ure)?|table|tab|abbildung|tabelle|listing)\.?\s*\d")
+# TeX's bold extended faces: cmbx10, lmbx12, ecbx1000 and their Cyrillic and Latin Modern kin.
+_TEX_BOLD = re.compile(r"^[a-z]{0,4}(bx|b)\d")
+# A descriptor's /FontWeight at or above this is bold (400 regular, 700 bold).
+BOLD_WEIGHT = 600
 _BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
 
 
@@ -113,11 +117,19 @@ def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:
 
 
 def _is_bold(font: Any) -> bool:
+    """Whether a font is a bold face: by its name ("Helvetica-Bold", TeX's "CMBX10"), or by the
+    weight its descriptor declares."""
     try:
         name = str(font.get("/BaseFont", "")) if font is not None else ""
+        name = name.rsplit("+", 1)[-1].lower()  # without a subset prefix ("ABCDEF+")
+        if any(marker in name for marker in _BOLD_MARKERS) or _TEX_BOLD.match(name):
+            return True
+        descriptor = font.get("/FontDescriptor") if font is not None else None
+        descriptor = descriptor.get_object() if descriptor is not None else None
+        weight = descriptor.get("/FontWeight", 0) if descriptor is not None else 0
+        return float(weight) >= BOLD_WEIGHT
     except Exception:
         return False
-    return any(marker in name.lower() for marker in _BOLD_MARKERS)
 
 
 def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:

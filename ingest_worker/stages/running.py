@@ -11,6 +11,9 @@ last EDGE_LINES lines of each page:
   with other digits ("Chapter 1", "Chapter 2") or on a few pages (a slide title on a slide's steps);
 - a line holding only a page number ("7", "- 7 -", "Page 7", "7 of 12", "vii");
 - a line naming a section with its number ("Options 3.3") that is not that section's heading.
+
+The steps of a slide shown in several (overlays) repeat whole lines on purpose: on such pages only the
+page number goes.
 """
 
 from __future__ import annotations
@@ -36,24 +39,28 @@ _PAGE_NUMBER = re.compile(
 )
 
 
-def drop_running_lines(texts: list[str], headings: list[set[str]] | None = None) -> list[str]:
+def drop_running_lines(
+    texts: list[str], headings: list[set[str]] | None = None, wide: list[bool] | None = None
+) -> list[str]:
     """The page texts without their running heads and feet (see the module docstring).
 
     `headings` may name, per page, lines that are known not to be furniture (the headings
     measured on that page): they stay even when they recur. Blank lines a removed line
     leaves at the edge of a page go with it. Furniture of several lines (a letter's foot) is peeled
-    off in up to PEEL_ROUNDS rounds, each looking at the new edges.
+    off in up to PEEL_ROUNDS rounds, each looking at the new edges. `wide` says which pages are wider
+    than tall: only those may be steps of a slide (see `_slide_steps`).
     """
     keep_plain = headings or [set() for _ in texts]
+    steps = _slide_steps(texts, wide or [False] * len(texts))
     for _ in range(PEEL_ROUNDS):
-        peeled = _drop_once(texts, keep_plain)
+        peeled = _drop_once(texts, keep_plain, steps)
         if peeled == texts:
             break
         texts = peeled
     return texts
 
 
-def _drop_once(texts: list[str], keep_plain: list[set[str]]) -> list[str]:
+def _drop_once(texts: list[str], keep_plain: list[set[str]], steps: list[bool]) -> list[str]:
     # Section titles of the headings, numbers left out: a head naming a section with its number
     # ("Options 3.3"), not itself that heading, is furniture even when that exact line occurs once.
     titles = {t for headings in keep_plain for t in map(_title, headings) if t}
@@ -68,7 +75,7 @@ def _drop_once(texts: list[str], keep_plain: list[set[str]]) -> list[str]:
     )
     most = max(RUNNING_MIN_PAGES_PLAIN, (len(texts) + 1) // 2)
     out = []
-    for text, keys, kept in zip(texts, edges, keep_plain, strict=True):
+    for text, keys, kept, step in zip(texts, edges, keep_plain, steps, strict=True):
         lines = text.split("\n")
         drop = set()
         for index, key in keys.items():
@@ -77,7 +84,8 @@ def _drop_once(texts: list[str], keep_plain: list[set[str]]) -> list[str]:
             needed = RUNNING_MIN_PAGES if has_digit else RUNNING_MIN_PAGES_PLAIN
             repeated = pages_with[key] >= needed and (line not in kept or exact[(key[0], line)] >= most)
             numbered_head = _SECTION_NUMBER.search(line) is not None and line not in kept
-            if _PAGE_NUMBER.match(line) or repeated or (numbered_head and _title(line) in titles):
+            furniture = not step and (repeated or (numbered_head and _title(line) in titles))
+            if _PAGE_NUMBER.match(line) or furniture:
                 drop.add(index)
         if drop:
             kept_lines = [line for index, line in enumerate(lines) if index not in drop]
@@ -85,6 +93,19 @@ def _drop_once(texts: list[str], keep_plain: list[set[str]]) -> list[str]:
             text = re.sub(r"\n{3,}", "\n\n", text) + ("\n" if text else "")
         out.append(text)
     return out
+
+
+def _slide_steps(texts: list[str], wide: list[bool]) -> list[bool]:
+    """Whether each page is a step of a slide shown in several (overlays): a wide page most of whose
+    lines are on the page before or after it. Its lines recur because the slide does, not because they are
+    furniture; only page numbers are left out of it."""
+    sets = [{line.strip() for line in text.split("\n") if line.strip()} for text in texts]
+    steps = []
+    for i, lines in enumerate(sets):
+        neighbours = [sets[j] for j in (i - 1, i + 1) if 0 <= j < len(sets)]
+        shared = max((len(lines & other) for other in neighbours), default=0)
+        steps.append(wide[i] and shared * 2 >= len(lines) > 0)
+    return steps
 
 
 def _title(line: str) -> str:
