@@ -179,7 +179,9 @@ def _opens_footnote(cell: str, before: tuple[str, float, float], y: float, size:
     )
 
 
-def _paragraphs(lines: list[_Line]) -> tuple[str, list[str]]:
+def _paragraphs(lines: list[_Line]) -> tuple[str, list[str] | None]:
+    """The page text and its headings; None for the headings of a page set in one face throughout,
+    where type cannot tell a heading (the chunker then goes by the shape of a line)."""
     if not lines:
         return "", []
     gaps = sorted(a.y - b.y for a, b in itertools.pairwise(lines) if a.y - b.y > 0)
@@ -210,7 +212,8 @@ def _paragraphs(lines: list[_Line]) -> tuple[str, list[str]]:
         else:
             blocks.append((kinds[i], text))
     headings = [text for kind, text in blocks if kind == "heading"]
-    return "\n\n".join(text for _, text in blocks) + "\n", headings
+    one_face = all(abs(line.size - body) < SAME_LINE and line.bold == lines[0].bold for line in lines)
+    return "\n\n".join(text for _, text in blocks) + "\n", None if one_face else headings
 
 
 def _kinds(lines: list[_Line], body: float, spacing: float) -> list[str]:
@@ -224,6 +227,17 @@ def _kinds(lines: list[_Line], body: float, spacing: float) -> list[str]:
             kinds[i] = "text"
         elif kind == "row":
             kinds[i] = "table"
+    # A heading broken at a hyphen goes on on the next line, in the same face, whatever its ending.
+    for i in range(len(kinds) - 1):
+        nxt = lines[i + 1]
+        if (
+            kinds[i] == "heading"
+            and kinds[i + 1] == "text"
+            and lines[i].text.endswith("-")
+            and len(nxt.text) <= HEADING_MAX_CHARS
+            and _same_heading(lines[i], nxt, spacing)
+        ):
+            kinds[i + 1] = "heading"
     # Three or more short lines in a heading face, one after the other, are labels of a figure or a
     # title block (title, authors, date), not headings of the text below: the first stays a heading
     # only when it is set larger than the body (a title).
