@@ -8,6 +8,7 @@ and a step reads its input from wherever the stage row says.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import tempfile
@@ -24,7 +25,6 @@ from ingest_worker.runner import StageResult, check_not_cancelled
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.models import (
-    PageText,
     chunks_from_json,
     chunks_to_json,
     pages_from_json,
@@ -121,10 +121,7 @@ def extract(res: Resources, job: JobSnapshot) -> StageResult:
 
 def chunk(res: Resources, job: JobSnapshot) -> StageResult:
     pages = pages_from_json(_input(res, job, "ocr", "pages-final.json"))
-    normalized = [
-        PageText(number=p.number, text=normalize_text(p.text), needs_ocr=p.needs_ocr, source=p.source)
-        for p in pages
-    ]
+    normalized = [dataclasses.replace(p, text=normalize_text(p.text)) for p in pages]
     embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
     chunks = chunk_pages(
         normalized,
@@ -201,6 +198,7 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
             "char_start": c.char_start,
             "char_end": c.char_end,
             "heading": c.heading,
+            "sections": list(c.sections),
             "text": c.text,
             "index_version": version,
             "embedding_model": model,

@@ -105,9 +105,12 @@ def test_paraphrased_questions_find_their_answer_in_the_top_five(service: tuple[
         results = search(client, key, question)
         texts = [squash_whitespace(hit["text"]) for hit in results]
         hits = [squash_whitespace(answer) in text for text in texts]
-        # (a chunk holding the answer names the section the answer is in)
+        # (a chunk holding the answer names the section the answer is in, or, when it gathers short
+        # sections, opens with an earlier one and holds the answer's heading among its paragraphs)
         assert all(
-            hit["section"] == section_of(answer) for hit, found in zip(results, hits, strict=True) if found
+            section_of(answer) in (hit["section"], *hit["text"].split("\n\n"))
+            for hit, found in zip(results, hits, strict=True)
+            if found
         )
         first += bool(hits) and hits[0]
         if not any(hits):

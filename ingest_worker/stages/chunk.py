@@ -6,8 +6,9 @@ half-open range of code points into that text, and `chunk.text == document_text(
 except for the later parts of a table too large for one chunk: each starts with the table's header
 row and a line break, then the slice.
 
-Tables (a paragraph of two or more lines of tab-separated cells, as extraction writes them) are
-chunks of their own: whole when they fit the window, otherwise split between rows.
+Tables (a paragraph of two or more lines of tab-separated cells, as extraction writes them) are kept
+whole when they fit the window, packed like any other piece; a larger one is split between rows and
+each part is a chunk of its own.
 """
 
 from __future__ import annotations
@@ -18,35 +19,13 @@ from collections.abc import Callable
 
 from ingest_worker.stages.models import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
+from ingest_worker.stages.pieces import Piece, Splitter, TokenCounter, heading_judge
 
 PAGE_SEPARATOR = "\n\n"
 
-# Split levels, coarse to fine: a piece over the window is split at the next level. Look-behinds keep
-# sentence punctuation (and a closing quote or bracket) with the sentence it ends.
-_LEVELS: tuple[re.Pattern[str], ...] = (
-    re.compile(r"\n\n"),
-    re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"')\]\u00bb\u201d\u2019])\s+"),
-    re.compile(r"\n"),
-    re.compile(r"\s+"),
-)
 _WORD_START = re.compile(r"(?<=\s)\S")
-# A paragraph longer than this many characters per token of the window is split without being counted
-# first: at the 4-5 characters per token of prose it cannot fit, and if it could, splitting it only lets
-# a chunk boundary fall inside it. Saves a tokenizer pass over most of a document.
-_SURELY_OVER_CHARS_PER_TOKEN = 12
-# The character split never searches a span longer than this many characters per token of the window,
-# which bounds its cost on a huge run without whitespace (a base64 blob).
-_MAX_CHARS_PER_TOKEN = 32
-# A paragraph of its own that reads like a title: short, one line, no closing punctuation, not a footer.
-_HEADING_MAX_CHARS = 80
-_HEADING_MAX_WORDS = 12
-# A line ending in a colon introduces what follows ("For example:"); it does not title it.
-_NOT_HEADING_END = ".,;:!?"
-_PAGE_FOOTER = re.compile(r"(?i)page\s+\d")
-
-TokenCounter = Callable[[str], int]
-# (start, end, tokens) of a piece of the document text.
-_Piece = tuple[int, int, int]
+# A chunk under this share of the window (1/SMALL_SHARE) goes on past a heading into the next section.
+SMALL_SHARE = 4
 
 
 def document_text(pages: list[PageText]) -> str:
@@ -60,24 +39,33 @@ def chunk_pages(
     """Cut the pages into chunks of at most `max_tokens` tokens as `count_tokens` counts them.
 
     Text is split at paragraphs, then sentences, lines, words and, for a word longer than the window,
-    characters; the pieces are packed greedily into chunks. A heading (a short one-line paragraph)
-    starts a new chunk. Other chunks start with up to `overlap_tokens` tokens (whole words) from the end
-    of the one before. Chunks carry their 1-based page range, offsets (see the module docstring), exact
-    token count and the heading of their section. Returns no chunks when the pages hold no text.
+    characters; the pieces are packed greedily into chunks that fill the window. A heading (one the
+    extraction measured, or on pages without measurements a short one-line paragraph) opens a new chunk
+    unless the chunk so far holds under a quarter of the window: then the chunk goes on into the next
+    section and carries every heading it spans (`sections`), so short sections and slides make chunks
+    of real size. A heading never ends a chunk. A small last chunk is folded into the one before when
+    both fit. Tables are never split while they fit the window. Other chunks start with up to
+    `overlap_tokens` tokens (whole words) from the end of the one before. Chunks carry their 1-based
+    page range, offsets (see the module docstring), exact token count, the heading of their section and
+    the headings they span. Returns no chunks when the pages hold no text.
     Deterministic; the text handed to count_tokens adds up to a small multiple of the document's.
     """
     if max_tokens < 1:
         raise ValueError("max_tokens must be at least 1")
     if not 0 <= overlap_tokens < max_tokens:
         raise ValueError("overlap_tokens must be at least 0 and below max_tokens")
-    text, page_starts, page_numbers = _layout(pages)
-    splitter = _Splitter(text, max_tokens, count_tokens).split()
+    text, page_starts, page_numbers, measured = _layout(pages)
+    splitter = Splitter(text, max_tokens, count_tokens, heading_judge(page_starts, measured)).split()
     pieces, headings, tables = splitter.pieces, splitter.headings, splitter.tables
     heading_starts = [start for start, _ in headings]
     section_starts = set(heading_starts)
+    # A chunk smaller than this does not end at a heading: it goes on into the next section.
+    small = max_tokens // SMALL_SHARE
 
     def chunk(start: int, end: int, tokens: int, prefix: str = "") -> Chunk:
-        heading_index = bisect.bisect_right(heading_starts, start) - 1
+        first = bisect.bisect_right(heading_starts, start) - 1
+        last = bisect.bisect_left(heading_starts, end)
+        spanned = tuple(title for _, title in headings[max(first, 0) : last])
         return Chunk(
             index=len(chunks),
             text=prefix + text[start:end],
@@ -86,47 +74,81 @@ def chunk_pages(
             char_start=start,
             char_end=end,
             token_count=tokens,
-            heading=headings[heading_index][1] if heading_index >= 0 else None,
+            heading=headings[first][1] if first >= 0 else None,
+            sections=spanned,
+        )
+
+    def fits(j: int, tokens: int) -> bool:
+        """Whether piece j joins the chunk holding `tokens`: it fits, is no later part of a split table,
+        and, when it is a heading, the chunk is still small and the heading's first piece fits too (a
+        heading never ends a chunk)."""
+        if tokens + pieces[j][2] > max_tokens or tables.get(pieces[j][0]):
+            return False
+        if pieces[j][0] not in section_starts:
+            return True
+        return tokens < small and (
+            j + 1 == len(pieces) or tokens + pieces[j][2] + pieces[j + 1][2] <= max_tokens
         )
 
     chunks: list[Chunk] = []
     previous: tuple[int, int, int] | None = None  # first piece, end piece and start of the last chunk
     i = 0
     while i < len(pieces):
-        if pieces[i][0] in tables:
-            # A table, or a run of its rows, is a chunk of its own; the next chunk starts clean.
+        if tables.get(pieces[i][0]):
+            # A later part of a split table is a chunk of its own, led by the table's header row.
             chunks.append(chunk(*pieces[i], prefix=tables[pieces[i][0]]))
             previous, i = None, i + 1
             continue
         start, tokens = pieces[i][0], 0
-        # A chunk that opens a section starts clean; otherwise it repeats the previous chunk's tail, as
-        # much of the overlap as leaves room for its first piece.
+        # A chunk that opens a section or a table starts clean; otherwise it repeats the previous
+        # chunk's tail, as much of the overlap as leaves room for its first piece.
         budget = min(overlap_tokens, max_tokens - pieces[i][2])
-        if previous and budget > 0 and pieces[i][0] not in section_starts:
+        if previous and budget > 0 and pieces[i][0] not in section_starts and pieces[i][0] not in tables:
             tail = _overlap(text, pieces, *previous, budget, count_tokens)
             if tail:
                 start, tokens = tail
-        j = i
-        # Pack whole pieces while they fit; a heading closes the chunk so it opens the next one.
-        while (
-            j < len(pieces)
-            and tokens + pieces[j][2] <= max_tokens
-            and (j == i or pieces[j][0] not in section_starts)
-            and pieces[j][0] not in tables
-        ):
+        j = i + 1
+        tokens += pieces[i][2]
+        # Pack whole pieces while they fit; a heading closes the chunk unless the chunk is still small.
+        while j < len(pieces) and fits(j, tokens):
             tokens += pieces[j][2]
             j += 1
         start, j, tokens = _fit(text, pieces, i, start, j, max_tokens, count_tokens)
         chunks.append(chunk(start, pieces[j - 1][1], tokens))
         previous, i = (i, j, start), j
+    return _merge_small_tail(chunks, text, small, max_tokens, count_tokens, chunk)
+
+
+def _merge_small_tail(
+    chunks: list[Chunk],
+    text: str,
+    small: int,
+    max_tokens: int,
+    count: TokenCounter,
+    make: Callable[..., Chunk],
+) -> list[Chunk]:
+    """The chunks with a small last chunk folded into the one before, when both fit the window: the end
+    of a document has no next piece to join."""
+    if len(chunks) < 2 or chunks[-1].token_count >= small:
+        return chunks
+    before, last = chunks[-2], chunks[-1]
+    if before.text != text[before.char_start : before.char_end] or last.char_start < before.char_start:
+        return chunks  # a later part of a split table keeps its header row and stays apart
+    tokens = count(text[before.char_start : last.char_end])
+    if tokens > max_tokens:
+        return chunks
+    del chunks[-2:]
+    chunks.append(make(before.char_start, last.char_end, tokens))
     return chunks
 
 
-def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int]]:
-    """The document text, and the offset where each non-empty page starts with that page's number."""
+def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int], list[list[str] | None]]:
+    """The document text; the offset where each non-empty page starts, with that page's number and the
+    headings extraction measured on it (normalised like the text; None when none were measured)."""
     parts: list[str] = []
     starts: list[int] = []
     numbers: list[int] = []
+    measured: list[list[str] | None] = []
     offset = 0
     for page in sorted(pages, key=lambda p: p.number):
         page_text = normalize_text(page.text)
@@ -137,100 +159,14 @@ def _layout(pages: list[PageText]) -> tuple[str, list[int], list[int]]:
             offset += len(PAGE_SEPARATOR)
         starts.append(offset)
         numbers.append(page.number)
+        measured.append(None if page.headings is None else [normalize_text(h) for h in page.headings])
         parts.append(page_text)
         offset += len(page_text)
-    return "".join(parts), starts, numbers
-
-
-class _Splitter:
-    """Cuts the document text into pieces of at most max_tokens each, noting headings on the way."""
-
-    def __init__(self, text: str, max_tokens: int, count: TokenCounter) -> None:
-        self.text = text
-        self.max_tokens = max_tokens
-        self.count = count
-        self.pieces: list[_Piece] = []
-        self.headings: list[tuple[int, str]] = []
-        # Start of each table piece → what its chunk's text starts with (a later part's header row).
-        self.tables: dict[int, str] = {}
-
-    def split(self) -> _Splitter:
-        for start, end in _spans(self.text, 0, len(self.text), _LEVELS[0]):
-            paragraph = self.text[start:end]
-            if _is_heading(paragraph):
-                self.headings.append((start, paragraph))
-            if _is_table(paragraph):
-                self._table(start, end)
-            else:
-                self._piece(start, end, 0)
-        return self
-
-    def _table(self, start: int, end: int) -> None:
-        """A table whole when it fits; otherwise runs of rows, each after the first led by the header."""
-        tokens = self.count(self.text[start:end])
-        if tokens <= self.max_tokens:
-            self._add_table(start, end, tokens, "")
-            return
-        rows = _spans(self.text, start, end, _LEVELS[2])
-        header = self.text[rows[0][0] : rows[0][1]] + "\n"
-        group: _Piece | None = None  # the rows gathered so far
-        prefix = ""  # the first run holds the header itself
-        for row_start, row_end in rows:
-            if group is not None:
-                tokens = self.count(prefix + self.text[group[0] : row_end])
-                if tokens <= self.max_tokens:
-                    group = (group[0], row_end, tokens)
-                    continue
-                self._add_table(*group, prefix)
-                prefix = header
-            tokens = self.count(prefix + self.text[row_start:row_end])
-            if tokens <= self.max_tokens:
-                group = (row_start, row_end, tokens)
-            else:
-                # One row that does not fit beside the header: cut it as text.
-                self._piece(row_start, row_end, 2)
-                group, prefix = None, header
-        if group is not None:
-            self._add_table(*group, prefix)
-
-    def _add_table(self, start: int, end: int, tokens: int, prefix: str) -> None:
-        self.pieces.append((start, end, tokens))
-        self.tables[start] = prefix
-
-    def _piece(self, start: int, end: int, level: int, tokens: int | None = None) -> None:
-        if tokens is None and end - start > self.max_tokens * _SURELY_OVER_CHARS_PER_TOKEN:
-            tokens = self.max_tokens + 1
-        if tokens is None:
-            tokens = self.count(self.text[start:end])
-        if tokens <= self.max_tokens:
-            self.pieces.append((start, end, tokens))
-        elif level + 1 == len(_LEVELS):
-            self._characters(start, end)
-        else:
-            for part in _spans(self.text, start, end, _LEVELS[level + 1]):
-                # A span with nothing to split at this level goes finer without being counted again.
-                self._piece(*part, level + 1, tokens if part == (start, end) else None)
-
-    def _characters(self, start: int, end: int) -> None:
-        """Cut a span with no whitespace into the longest prefixes that fit, by binary search."""
-        text, count, max_tokens = self.text, self.count, self.max_tokens
-        position = start
-        while position < end:
-            low, high = position + 1, min(end, position + max_tokens * _MAX_CHARS_PER_TOKEN)
-            if count(text[position:low]) > max_tokens:
-                raise ValueError(f"one character counts more than max_tokens={max_tokens} tokens")
-            while low < high:
-                middle = (low + high + 1) // 2
-                if count(text[position:middle]) <= max_tokens:
-                    low = middle
-                else:
-                    high = middle - 1
-            self.pieces.append((position, low, count(text[position:low])))
-            position = low
+    return "".join(parts), starts, numbers, measured
 
 
 def _fit(
-    text: str, pieces: list[_Piece], i: int, start: int, j: int, max_tokens: int, count: TokenCounter
+    text: str, pieces: list[Piece], i: int, start: int, j: int, max_tokens: int, count: TokenCounter
 ) -> tuple[int, int, int]:
     """Shrink a packed chunk until its real token count fits: piece sums can miss tokens at the seams."""
     while True:
@@ -246,7 +182,7 @@ def _fit(
 
 
 def _overlap(
-    text: str, pieces: list[_Piece], i: int, j: int, start: int, overlap_tokens: int, count: TokenCounter
+    text: str, pieces: list[Piece], i: int, j: int, start: int, overlap_tokens: int, count: TokenCounter
 ) -> tuple[int, int] | None:
     """(start, tokens) of a tail of a chunk, from a word start, of at most `overlap_tokens` tokens.
 
@@ -276,38 +212,3 @@ def _overlap(
         else:
             low = middle + 1
     return best
-
-
-def _spans(text: str, start: int, end: int, separator: re.Pattern[str]) -> list[tuple[int, int]]:
-    """The non-blank stretches of text[start:end] between separators, trimmed of whitespace."""
-    spans: list[tuple[int, int]] = []
-    position = start
-    for match in separator.finditer(text, start, end):
-        spans.append((position, match.start()))
-        position = match.end()
-    spans.append((position, end))
-    trimmed = []
-    for span_start, span_end in spans:
-        piece = text[span_start:span_end]
-        stripped = piece.strip()
-        if stripped:
-            left = span_start + (len(piece) - len(piece.lstrip()))
-            trimmed.append((left, left + len(stripped)))
-    return trimmed
-
-
-def _is_table(paragraph: str) -> bool:
-    lines = paragraph.split("\n")
-    return len(lines) >= 2 and all("\t" in line for line in lines)
-
-
-def _is_heading(paragraph: str) -> bool:
-    return (
-        len(paragraph) <= _HEADING_MAX_CHARS
-        and "\n" not in paragraph
-        and paragraph[-1] not in _NOT_HEADING_END
-        and (paragraph[0].isupper() or paragraph[0].isdigit())
-        and any(char.isalpha() for char in paragraph)
-        and len(paragraph.split()) <= _HEADING_MAX_WORDS
-        and not _PAGE_FOOTER.match(paragraph)
-    )

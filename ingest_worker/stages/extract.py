@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterator
 
@@ -9,8 +10,9 @@ import numpy as np
 from pypdf import PageObject, PdfReader
 from pypdf.generic import ContentStream, DictionaryObject, IndirectObject
 
-from ingest_worker.stages.layout import drop_running_lines, structured_text
+from ingest_worker.stages.layout import structured_page
 from ingest_worker.stages.models import PageText
+from ingest_worker.stages.running import drop_running_lines
 from ingest_worker.stages.validate import open_pdf, pdf_errors
 
 # A page at least this much covered by images, whose text layer is shorter than COVERED_PAGE_MIN_CHARS,
@@ -33,7 +35,8 @@ _IDENTITY: Matrix = (1.0, 0.0, 0.0, 1.0, 0.0, 0.0)
 def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
     """The text of each page of the PDF at `path`, in page order (numbers from 1), with blank lines
     between paragraphs, headings on lines of their own and table rows as tab-separated cells (see
-    `layout.structured_text`).
+    `layout.structured_text`), running heads, feet and page numbers left out (see `running`), and
+    the headings measured on the page (`PageText.headings`).
 
     A page whose text layer has fewer than `min_chars` visible characters (not whitespace, not
     control characters) is marked `needs_ocr`, and so is a page mostly covered by images whose text
@@ -45,20 +48,41 @@ def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
     with pdf_errors():
         page_count = len(reader.pages)
     pages: list[PageText] = []
+    wide: list[bool] = []  # pages wider than tall: slides, whose steps repeat lines on purpose
     for number in range(1, page_count + 1):
         with pdf_errors(f"Page {number} of the PDF could not be read."):
             page = reader.pages[number - 1]
-            text = structured_text(page)
+            text, headings = structured_page(page)
+            wide.append(_is_wide(page))
             chars = visible_chars(text)
             # Coverage is only worth its parse for the few pages whose text layer is short.
             needs_ocr = chars < min_chars or (
                 chars < COVERED_PAGE_MIN_CHARS and image_coverage(reader, page) >= COVERED_FRACTION
             )
-        pages.append(PageText(number=number, text=text, needs_ocr=needs_ocr))
-    texts = drop_running_lines([page.text for page in pages])
-    return [
-        PageText(number=p.number, text=t, needs_ocr=p.needs_ocr) for p, t in zip(pages, texts, strict=True)
-    ]
+        pages.append(
+            PageText(
+                number=number,
+                text=text,
+                needs_ocr=needs_ocr,
+                headings=None if headings is None else tuple(headings),
+            )
+        )
+    texts = drop_running_lines(
+        [page.text for page in pages], [set(page.headings or ()) for page in pages], wide
+    )
+    # A page marked for OCR keeps the text it had: OCR will read the whole page anyway.
+    return [p if p.needs_ocr else dataclasses.replace(p, text=t) for p, t in zip(pages, texts, strict=True)]
+
+
+def _is_wide(page: PageObject) -> bool:
+    """Whether the page, as shown (rotation included), is wider than it is tall."""
+    try:
+        left, bottom, right, top = (float(v) for v in page.cropbox)
+        rotated = int(page.get("/Rotate", 0) or 0) % 180 == 90
+    except (TypeError, ValueError):
+        return False
+    width, height = abs(right - left), abs(top - bottom)
+    return height < width if not rotated else width < height
 
 
 def visible_chars(text: str) -> int:

@@ -12,10 +12,10 @@ between runs:
   next column), starts a paragraph (a blank line);
 - a short line in a font clearly larger than the body text's, or in a bold face, is a heading and
   stands alone as a paragraph; so does a table (two or more rows of at least two cells);
-- a running head or foot (the same first or last line on several pages) is left out.
+- labels of a figure or a title block (three or more such lines in a row) are not headings.
 
-Apart from running heads and feet, only whitespace changes, so the text itself, and its character
-error rate, are pypdf's.
+Only whitespace changes, so the text itself, and its character error rate, are pypdf's, spaces
+between words aside (see `spacing`). Running heads and feet are dropped later (see `running`).
 """
 
 from __future__ import annotations
@@ -30,20 +30,36 @@ from typing import Any
 
 from pypdf import PageObject
 
+from ingest_worker.stages.spacing import word_gaps
+
 # A gap between lines this many times the usual spacing separates paragraphs.
 PARAGRAPH_GAP = 1.5
 # Line spacing is at most this many times the body font size (double spacing is 2.4 or so).
 MAX_LEADING = 1.5
 # Lines whose baselines differ by less than this share of the font size are on one line.
 SAME_LINE = 0.3
+# A run drawn more than this many type sizes above or below its line starts a new one.
+LINE_JUMP = 1.2
 # A heading's font is at least this much larger than the body's (or bold), and the line is short.
-HEADING_SCALE = 1.15
+HEADING_SCALE = 1.08
 HEADING_MAX_CHARS = 80
 HEADING_MAX_WORDS = 12
 # Table cells are short: side-by-side runs averaging more than this are columns of prose.
 TABLE_MEAN_CELL_CHARS = 32
-# A first or last line of a page recurring on this many pages is a running head or foot.
-RUNNING_MIN_PAGES = 2
+# A footnote mark: at most this many digits or symbols, set this much smaller and raised this share of
+# the note's type size.
+FOOTNOTE_MARK_CHARS = 3
+FOOTNOTE_MARK_SCALE = 0.85
+FOOTNOTE_MARK_RISE = 0.15
+_FOOTNOTE_SYMBOLS = "*\u2217\u2020\u2021\u00a7\u00b6"
+# This many short heading-face lines in a row are labels or a title block (see _kinds).
+HEADING_MAX_STACK = 3
+_NUMBERED = re.compile(r"^(\d+(\.\d+)*\.?|[A-Z]\.|[IVX]+\.)\s+\S")
+_CAPTION = re.compile(r"(?i)^(fig(ure)?|table|tab|abbildung|tabelle|listing)\.?\s*\d")
+# TeX's bold extended faces: cmbx10, lmbx12, ecbx1000 and their Cyrillic and Latin Modern kin.
+_TEX_BOLD = re.compile(r"^[a-z]{0,4}(bx|b)\d")
+# A descriptor's /FontWeight at or above this is bold (400 regular, 700 bold).
+BOLD_WEIGHT = 600
 _BOLD_MARKERS = ("bold", "black", "heavy", "semibold", "demi")
 
 
@@ -69,42 +85,23 @@ class _Line:
 def structured_text(page: PageObject) -> str:
     """The text of `page` as pypdf reads it, with paragraph breaks, headings and table rows marked
     by whitespace (see the module docstring)."""
+    return structured_page(page)[0]
+
+
+def structured_page(page: PageObject) -> tuple[str, list[str] | None]:
+    """`structured_text(page)`, and the lines of it measured to be headings, in reading order (None
+    when pypdf built its text in a way the measurement cannot follow)."""
     runs: list[tuple[str, float, float, bool]] = []
 
     def visit(text: str, cm: Any, tm: Any, font: Any, size: float) -> None:
         if text:
             runs.append((text, *_position(cm, tm, size), _is_bold(font)))
 
-    plain = page.extract_text(visitor_text=visit)
+    plain = page.extract_text(visitor_text=visit, visitor_operand_before=word_gaps())
     if "".join(run[0] for run in runs) != plain:
         # pypdf built its text some other way (it may for some fonts): keep it as it is.
-        return plain
+        return plain, None
     return _paragraphs(_lines(runs))
-
-
-def drop_running_lines(texts: list[str]) -> list[str]:
-    """The page texts without their running heads and feet: a first or last line, standing alone as
-    a paragraph, that recurs (page numbers aside) on at least RUNNING_MIN_PAGES pages. Page
-    furniture says nothing about the passage it sits on, and left in it would pass for a heading."""
-    firsts = [_digitless(t.split("\n\n", 1)[0]) if "\n\n" in t else None for t in texts]
-    lasts = [_digitless(t.rstrip().rsplit("\n\n", 1)[-1]) if "\n\n" in t.strip() else None for t in texts]
-    out = []
-    for text, first, last in zip(texts, firsts, lasts, strict=True):
-        if first is not None and "\n" not in first and firsts.count(first) >= RUNNING_MIN_PAGES:
-            text = text.split("\n\n", 1)[1]
-        if (
-            last is not None
-            and "\n" not in last
-            and lasts.count(last) >= RUNNING_MIN_PAGES
-            and "\n\n" in text
-        ):
-            text = text.rstrip().rsplit("\n\n", 1)[0] + "\n"
-        out.append(text)
-    return out
-
-
-def _digitless(block: str) -> str:
-    return re.sub(r"\d+", "#", block.strip())
 
 
 def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:
@@ -120,11 +117,19 @@ def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:
 
 
 def _is_bold(font: Any) -> bool:
+    """Whether a font is a bold face: by its name ("Helvetica-Bold", TeX's "CMBX10"), or by the
+    weight its descriptor declares."""
     try:
         name = str(font.get("/BaseFont", "")) if font is not None else ""
+        name = name.rsplit("+", 1)[-1].lower()  # without a subset prefix ("ABCDEF+")
+        if any(marker in name for marker in _BOLD_MARKERS) or _TEX_BOLD.match(name):
+            return True
+        descriptor = font.get("/FontDescriptor") if font is not None else None
+        descriptor = descriptor.get_object() if descriptor is not None else None
+        weight = descriptor.get("/FontWeight", 0) if descriptor is not None else 0
+        return float(weight) >= BOLD_WEIGHT
     except Exception:
         return False
-    return any(marker in name.lower() for marker in _BOLD_MARKERS)
 
 
 def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
@@ -132,6 +137,7 @@ def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
     lines: list[_Line] = []
     current: _Line | None = None
     ended = True  # the previous run ended its line
+    before = ("", 0.0, 0.0)  # the previous piece, its baseline and its size
     for text, y, size, bold in runs:
         pieces = text.split("\n")
         for index, piece in enumerate(pieces):
@@ -140,13 +146,18 @@ def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
             if not piece and index == len(pieces) - 1:
                 continue
             same_baseline = current is not None and abs(current.y - y) < SAME_LINE * max(size, 1.0)
-            if current is None or (ended and not same_baseline) or index > 0:
+            # pypdf may run on a line into text drawn far below or above it (a page number at the foot).
+            elsewhere = current is not None and abs(current.y - y) > LINE_JUMP * max(size, current.size, 1.0)
+            if current is None or (ended and not same_baseline) or index > 0 or (elsewhere and piece.strip()):
                 current = _Line([piece], y, size, bold)
                 lines.append(current)
             elif ended:
                 current.cells.append(piece)
             else:
+                if _opens_footnote(current.cells[-1], before, y, size) and piece[:1].isalnum():
+                    piece = " " + piece
                 current.cells[-1] += piece
+            before = (piece, y, size)
             if piece.strip():
                 current.size = max(current.size, size)
                 current.bold = current.bold and bold
@@ -155,15 +166,58 @@ def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
     return [line for line in lines if line.text]
 
 
-def _paragraphs(lines: list[_Line]) -> str:
+def _opens_footnote(cell: str, before: tuple[str, float, float], y: float, size: float) -> bool:
+    """Whether `cell` is only a footnote mark (a raised, smaller number or symbol) set right before
+    text at `y` in `size`: pypdf glues the mark to the note's first word ("1By e-mail")."""
+    mark, mark_y, mark_size = before
+    return (
+        cell.strip() == mark.strip()
+        and 0 < len(mark.strip()) <= FOOTNOTE_MARK_CHARS
+        and all(char.isdigit() or char in _FOOTNOTE_SYMBOLS for char in mark.strip())
+        and mark_size <= FOOTNOTE_MARK_SCALE * size
+        and mark_y - y >= FOOTNOTE_MARK_RISE * size
+    )
+
+
+def _paragraphs(lines: list[_Line]) -> tuple[str, list[str] | None]:
+    """The page text and its headings; None for the headings of a page set in one face throughout,
+    where type cannot tell a heading (the chunker then goes by the shape of a line)."""
     if not lines:
-        return ""
+        return "", []
     gaps = sorted(a.y - b.y for a, b in itertools.pairwise(lines) if a.y - b.y > 0)
     body = statistics.median(line.size for line in lines)
     # The usual line spacing: a low quantile, since a page of one-line paragraphs has few small gaps,
     # and never more than a loose leading, so such a page still gets its breaks.
     spacing = min(gaps[len(gaps) // 4], MAX_LEADING * body) if gaps else 0.0
-    out: list[str] = []
+    kinds = _kinds(lines, body, spacing)
+    blocks: list[tuple[str, str]] = []  # (kind, text) of each paragraph
+    for i, line in enumerate(lines):
+        text = line.text if kinds[i] == "table" else " ".join(line.text.split("\t"))
+        if i:
+            gap = lines[i - 1].y - line.y
+            if (
+                kinds[i] == "heading"
+                and kinds[i - 1] == "heading"
+                and _same_heading(lines[i - 1], line, spacing)
+            ):
+                # A heading wrapped over two lines is one heading.
+                joined = blocks[-1][1]
+                blocks[-1] = ("heading", joined + text if joined.endswith("-") else f"{joined} {text}")
+                continue
+            new_block = kinds[i] != kinds[i - 1] or kinds[i] == "heading"
+            if new_block or gap < 0 or (spacing > 0 and gap > PARAGRAPH_GAP * spacing):
+                blocks.append((kinds[i], text))
+                continue
+            blocks[-1] = (blocks[-1][0], f"{blocks[-1][1]}\n{text}")
+        else:
+            blocks.append((kinds[i], text))
+    headings = [text for kind, text in blocks if kind == "heading"]
+    one_face = all(abs(line.size - body) < SAME_LINE and line.bold == lines[0].bold for line in lines)
+    return "\n\n".join(text for _, text in blocks) + "\n", None if one_face else headings
+
+
+def _kinds(lines: list[_Line], body: float, spacing: float) -> list[str]:
+    """Each line's kind: "heading", "table" (a row among rows) or "text"."""
     kinds = [_kind(line, body) for line in lines]
     # A table needs two rows at least; a lone row is ordinary text.
     for i, kind in enumerate(kinds):
@@ -173,15 +227,43 @@ def _paragraphs(lines: list[_Line]) -> str:
             kinds[i] = "text"
         elif kind == "row":
             kinds[i] = "table"
-    for i, line in enumerate(lines):
-        if i:
-            previous = lines[i - 1]
-            gap = previous.y - line.y
-            new_block = kinds[i] != kinds[i - 1] or kinds[i] == "heading"
-            paragraph = new_block or gap < 0 or (spacing > 0 and gap > PARAGRAPH_GAP * spacing)
-            out.append("\n\n" if paragraph else "\n")
-        out.append(line.text if kinds[i] == "table" else " ".join(line.text.split("\t")))
-    return "".join(out) + "\n"
+    # A heading broken at a hyphen goes on on the next line, in the same face, whatever its ending.
+    for i in range(len(kinds) - 1):
+        nxt = lines[i + 1]
+        if (
+            kinds[i] == "heading"
+            and kinds[i + 1] == "text"
+            and lines[i].text.endswith("-")
+            and len(nxt.text) <= HEADING_MAX_CHARS
+            and _same_heading(lines[i], nxt, spacing)
+        ):
+            kinds[i + 1] = "heading"
+    # Three or more short lines in a heading face, one after the other, are labels of a figure or a
+    # title block (title, authors, date), not headings of the text below: the first stays a heading
+    # only when it is set larger than the body (a title).
+    i = 0
+    while i < len(kinds):
+        j = i
+        while j < len(kinds) and kinds[j] == "heading":
+            j += 1
+        # The first line of each heading in lines i..j-1 (a wrapped heading counts once).
+        firsts = [k for k in range(i, j) if k == i or not _same_heading(lines[k - 1], lines[k], spacing)]
+        if len(firsts) >= HEADING_MAX_STACK:
+            title = lines[i].size >= HEADING_SCALE * body
+            keep = firsts[1] if title else i
+            kinds[keep:j] = ["text"] * (j - keep)
+        i = max(j, i + 1)
+    return kinds
+
+
+def _same_heading(above: _Line, below: _Line, spacing: float) -> bool:
+    """Whether two heading lines are one heading wrapped: same face, no paragraph gap between them."""
+    gap = above.y - below.y
+    return (
+        abs(above.size - below.size) < SAME_LINE
+        and above.bold == below.bold
+        and 0 < gap <= PARAGRAPH_GAP * max(spacing, below.size)
+    )
 
 
 def _kind(line: _Line, body: float) -> str:
@@ -190,6 +272,8 @@ def _kind(line: _Line, body: float) -> str:
     text = line.text
     short = len(text) <= HEADING_MAX_CHARS and len(text.split()) <= HEADING_MAX_WORDS
     larger = body > 0 and line.size >= HEADING_SCALE * body
-    if short and (larger or line.bold) and text[-1:] not in ".,;:":
+    # A numbered heading may end in a full stop ("0. Definitions."); a caption is no heading.
+    ending = text[-1:] not in ".,;:" or (text.endswith(".") and _NUMBERED.match(text) is not None)
+    if short and (larger or line.bold) and ending and not _CAPTION.match(text):
         return "heading"
     return "text"

@@ -15,12 +15,18 @@ ARTIFACT_VERSION = 1
 
 @dataclass(frozen=True)
 class PageText:
-    """The text of one page: `number` is 1-based; `source` says whether it came from the text layer or OCR."""
+    """The text of one page: `number` is 1-based; `source` says whether it came from the text layer or OCR.
+
+    `headings` lists, in reading order, the paragraphs of `text` that extraction measured to be headings
+    (a short line set larger or bolder than the body text around it); None when nothing was measured
+    (OCR, or an artifact written before headings were measured), and the chunker then judges by shape.
+    """
 
     number: int
     text: str
     needs_ocr: bool
     source: PageSource = "text"
+    headings: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if self.number < 1:
@@ -30,16 +36,20 @@ class PageText:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the fields."""
-        return asdict(self)
+        data = asdict(self)
+        data["headings"] = None if self.headings is None else list(self.headings)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> PageText:
         """The page `to_dict` described."""
+        headings = data.get("headings")
         return cls(
             number=int(data["number"]),
             text=str(data["text"]),
             needs_ocr=bool(data["needs_ocr"]),
             source=cast(PageSource, data["source"]),
+            headings=None if headings is None else tuple(str(h) for h in headings),
         )
 
 
@@ -49,7 +59,9 @@ class Chunk:
 
     `page_start`/`page_end` are the 1-based first and last pages it draws from. `char_start`/`char_end`
     are a half-open range of code points into the chunker's document text (see `chunk.document_text`),
-    and `text` equals that slice. `heading` is the nearest section heading before the chunk, if any.
+    and `text` equals that slice. `heading` is the chunk's section: the heading that opens it, or else
+    the nearest heading before it, if any. `sections` lists every heading the chunk spans, that one first
+    (a chunk gathering short sections or slides carries each of their headings).
     """
 
     index: int
@@ -60,15 +72,19 @@ class Chunk:
     char_end: int
     token_count: int
     heading: str | None = None
+    sections: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the fields."""
-        return asdict(self)
+        data = asdict(self)
+        data["sections"] = list(self.sections)
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Chunk:
         """The chunk `to_dict` described."""
         heading = data.get("heading")
+        sections = data.get("sections")
         return cls(
             index=int(data["index"]),
             text=str(data["text"]),
@@ -78,6 +94,7 @@ class Chunk:
             char_end=int(data["char_end"]),
             token_count=int(data["token_count"]),
             heading=None if heading is None else str(heading),
+            sections=tuple(str(s) for s in sections) if sections else ((str(heading),) if heading else ()),
         )
 
 

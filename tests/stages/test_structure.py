@@ -6,9 +6,9 @@ from pathlib import Path
 
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.layout import drop_running_lines
 from ingest_worker.stages.models import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
+from ingest_worker.stages.running import drop_running_lines
 from tests.pdfs import write_pdf
 from tests.stages.test_chunk import count_tokens
 from tests.structured_pdfs import Section, report_pdf, side_by_side_pdf
@@ -117,17 +117,40 @@ def test_a_running_head_is_not_taken_for_a_heading() -> None:
     # Given pages that each open with the same running head (its page number aside) and a real heading
     bodies = {1: "Pilots board at the buoy.", 2: "Dues follow the tonnage.", 3: "Berths are assigned daily."}
     texts = [f"Harbour manual, page {n}\n\n{n} Section {n}\n\n{body}\n" for n, body in bodies.items()]
-    # When running lines are dropped
-    kept = drop_running_lines(texts)
-    # Then the running head is gone, and each chunk's section is its page's real heading
+    # When running lines are dropped, knowing the headings measured on each page
+    headings = [{f"{n} Section {n}"} for n in bodies]
+    kept = drop_running_lines(texts, headings)
+    # Then the running head is gone, and the sections of the chunks are the pages' real headings
     assert kept[1] == "2 Section 2\n\nDues follow the tonnage.\n"
     chunks = chunk_pages(
-        [PageText(number=n, text=t, needs_ocr=False) for n, t in enumerate(kept, start=1)],
+        [
+            PageText(number=n, text=t, needs_ocr=False, headings=tuple(h))
+            for n, (t, h) in enumerate(zip(kept, headings, strict=True), start=1)
+        ],
         max_tokens=MAX_TOKENS,
         overlap_tokens=OVERLAP_TOKENS,
         count_tokens=count_tokens,
     )
-    assert [(c.page_start, c.heading) for c in chunks] == [(n, f"{n} Section {n}") for n in (1, 2, 3)]
+    # (sections this short are gathered into one chunk, which names each of them)
+    assert [c.sections for c in chunks] == [tuple(f"{n} Section {n}" for n in (1, 2, 3))]
+    assert "Harbour manual" not in chunks[0].text
+
+
+def test_page_numbers_and_a_foot_with_a_date_are_left_out_but_repeated_text_is_not() -> None:
+    # Given pages ending with a foot that carries the date and page, a page number alone, and a
+    # sentence that happens to end one page and open the next
+    foot = "- {n} -\n\nBoard minutes, 3 May 2024, p. {n}\n"
+    texts = [
+        "Minutes of the board\n\nThe board met at noon. It agreed the budget.\n\n" + foot.format(n=1),
+        "It agreed the budget.\n\nThe chair closed the meeting.\n\n" + foot.format(n=2),
+    ]
+    # When running lines are dropped
+    kept = drop_running_lines(texts)
+    # Then the foot and the page numbers are gone and the text stays
+    assert kept == [
+        "Minutes of the board\n\nThe board met at noon. It agreed the budget.\n",
+        "It agreed the budget.\n\nThe chair closed the meeting.\n",
+    ]
 
 
 def test_prose_columns_drawn_line_by_line_are_not_a_table(tmp_path: Path) -> None:

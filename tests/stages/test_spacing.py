@@ -1,0 +1,46 @@
+"""Word gaps in TJ arrays: pypdf reads a move of WORD_GAP_EM or more as a gap and a smaller one never."""
+
+from __future__ import annotations
+
+from pypdf.generic import ArrayObject, FloatObject, NumberObject, TextStringObject
+
+from ingest_worker.stages.spacing import WORD_GAP_EM, word_gaps
+
+
+def _rewrite(items: list[object]) -> list[object]:
+    operands = [ArrayObject(items)]
+    word_gaps()(b"TJ", operands, None, None)
+    return list(operands[0])
+
+
+def test_a_word_gap_becomes_a_move_no_space_width_can_hide_and_keeps_the_pen_where_it_was() -> None:
+    # Given a word space of a third of an em between two words
+    items = _rewrite([TextStringObject("word"), NumberObject(-333), TextStringObject("next")])
+    # Then the move is split into one far to the right and one back, adding up to the same move
+    moves = [float(i) for i in items if isinstance(i, (NumberObject, FloatObject))]
+    assert len(moves) == 2 and moves[0] < -5000 < 5000 < moves[1]
+    assert abs(sum(moves) + 333) < 1e-6
+    assert [i for i in items if isinstance(i, str)] == ["word", "next"]
+
+
+def test_a_kern_is_cut_into_steps_too_small_to_read_as_a_gap() -> None:
+    # Given a kern just under the word gap
+    kern = -(WORD_GAP_EM * 1000 - 1)
+    items = _rewrite([TextStringObject("technica"), FloatObject(kern), TextStringObject("l")])
+    moves = [float(i) for i in items if isinstance(i, (NumberObject, FloatObject))]
+    # Then the same move is made in small steps
+    assert len(moves) > 1 and all(-20 <= m < 0 for m in moves)
+    assert abs(sum(moves) - kern) < 1e-6
+
+
+def test_moves_at_the_ends_and_backward_kerns_are_left_alone() -> None:
+    # Given a leading move, a backward kern and a trailing move
+    items = [
+        NumberObject(-500),
+        TextStringObject("A"),
+        NumberObject(80),
+        TextStringObject("V"),
+        NumberObject(-400),
+    ]
+    # Then nothing changes
+    assert _rewrite(list(items)) == items
