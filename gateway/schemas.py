@@ -135,6 +135,7 @@ class SearchHitSchema(Schema):
     page_end = fields.Integer()
     chunk_index = fields.Integer()
     section = fields.String(allow_none=True)
+    sections = fields.List(fields.String())
     text = fields.String()
     index_version = fields.Integer()
 

@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 # Bump when the text extracted from a PDF would change (a reindex then re-extracts).
-EXTRACTOR_VERSION = "pypdf-layout-2"
+EXTRACTOR_VERSION = "pypdf-layout-3"
 # Bump when the chunks made from the same text would change (a reindex then re-chunks).
-CHUNKER_VERSION = "recursive-tables-2"
+CHUNKER_VERSION = "recursive-sections-3"

@@ -47,8 +47,11 @@ def search(q: str, top_k: int, document_id: str | None = None) -> Any:
                 "page_start": hit.payload.get("page_start"),
                 "page_end": hit.payload.get("page_end"),
                 "chunk_index": hit.payload.get("chunk_index"),
-                # The nearest heading above the chunk (the payload's `heading`), when one was found.
+                # The heading the chunk starts under (the payload's `heading`), when one was found,
+                # and every heading the chunk spans (a chunk may gather several short sections).
                 "section": hit.payload.get("heading"),
+                "sections": hit.payload.get("sections")
+                or ([hit.payload["heading"]] if hit.payload.get("heading") else []),
                 "text": hit.payload.get("text"),
                 "index_version": hit.payload.get("index_version"),
             }
