@@ -80,3 +80,31 @@ def test_an_unknown_language_is_a_422_with_a_stable_code(app: Any, client: Any) 
     assert [t["name"] for t in client.get("/v1/admin/tenants", headers=auth(admin)).get_json()["items"]] == [
         "acme"
     ]
+
+
+def test_a_forced_upload_naming_languages_reads_the_document_in_them_from_then_on(
+    app: Any, client: Any
+) -> None:
+    # Given a document uploaded in English
+    key = tenant_key(app, "acme")
+    pdf = text_pdf(["A letter, then a Brief."])
+    document_id = upload(client, key, pdf, ocr_languages="eng").get_json()["document_id"]
+
+    # When the same bytes are uploaded again with force, naming German, and once more naming nothing
+    again = client.post(
+        "/v1/documents?force=true",
+        headers=auth(key),
+        data={"file": (io.BytesIO(pdf), "a.pdf"), "ocr_languages": "deu"},
+        content_type="multipart/form-data",
+    )
+    client.post(
+        "/v1/documents?force=true",
+        headers=auth(key),
+        data={"file": (io.BytesIO(pdf), "a.pdf")},
+        content_type="multipart/form-data",
+    )
+
+    # Then the new job is for the same document, which is read in German from then on (a forced upload
+    # naming no language keeps the document's)
+    assert again.status_code == 202 and again.get_json()["document_id"] == document_id
+    assert document_languages(app, document_id) == "deu"
