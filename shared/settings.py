@@ -103,8 +103,9 @@ class Settings:
     # tesseract reads with confidence in a picture ("4", "ed", "e @", "wet") sit one or two to a line.
     ocr_min_line_chars: int = 5
     # Confident words a page needs, in kept lines, to yield any text; fewer and it counts as a picture
-    # (jobs' `ocr_pages_dropped`).
-    ocr_min_page_words: int = 5
+    # (jobs' `ocr_pages_dropped`). The line rules above already drop every crumb of the pictures
+    # measured; this is a margin that still keeps a title page of two words.
+    ocr_min_page_words: int = 2
     ocr_timeout_s: int = 120
     # Threads each tesseract process may use: 1 is 4-5x faster per page on a busy worker.
     ocr_threads: int = 1

@@ -15,7 +15,7 @@ from shared.settings import Settings
 from tests.ocr_texts import TEXTS
 
 RULE = ConfidenceRule(
-    min_word_confidence_pct=60, min_line_confident_pct=60, min_line_chars=5, min_page_words=5
+    min_word_confidence_pct=60, min_line_confident_pct=60, min_line_chars=5, min_page_words=2
 )
 GARBAGE = "Mis\n\noe Ss\n\nee 2\nFt TT fT\n\n= = =\n\nrs att al Ge LSE"
 
@@ -61,17 +61,31 @@ def test_low_confidence_words_and_lines_of_crumbs_are_dropped() -> None:
 
 
 def test_a_page_of_few_or_only_doubtful_words_yields_nothing_and_counts_as_dropped() -> None:
-    # Given a page of noise read at low confidence, and one of only three confident words
+    # Given a page of noise read at low confidence, and one of a single confident word
     noise = words("Mis oe Ss ee 2 Ft TT fT", "rs att al Ge LSE", confidence=31.0)
-    few = words("Figure three above")
+    few = words("Appendix")
 
     # When the rule is applied, Then neither yields text; both count as dropped for low confidence
     for page in (noise, few):
         reading = confident_text(page, RULE)
         assert reading.text == ""
         assert reading.low_confidence
-    # And a blank page (no words at all) is not a dropped page
+    # And a blank page (no words at all) is not a dropped page, and a title page of two words is text
     assert not confident_text([], RULE).low_confidence
+    assert confident_text(words("Annual Report"), RULE).text == "Annual Report"
+
+
+def test_the_rule_of_the_tests_is_the_services() -> None:
+    settings = Settings()
+    assert (
+        ConfidenceRule(
+            settings.ocr_min_word_confidence_pct,
+            settings.ocr_min_line_confident_pct,
+            settings.ocr_min_line_chars,
+            settings.ocr_min_page_words,
+        )
+        == RULE
+    )
 
 
 def test_thresholds_out_of_range_are_refused() -> None:
