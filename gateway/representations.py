@@ -24,6 +24,7 @@ def job_body(job: Job) -> dict[str, Any]:
         "counters": {
             "pages": job.pages,
             "ocr_pages": job.ocr_pages,
+            "ocr_pages_dropped": job.ocr_pages_dropped,
             "chunks": job.chunks,
             "points": job.points,
         },
@@ -44,6 +45,7 @@ def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
         "sha256": document.sha256,
         "size_bytes": document.size_bytes,
         "page_count": document.page_count,
+        "ocr_languages": document.ocr_languages,
         "created_at": _time(document.created_at),
         "deleted": document.deleted_at is not None,
         "latest_job": job_body(latest_job) if latest_job is not None else None,
@@ -61,6 +63,7 @@ def tenant_body(tenant: Tenant, api_key: str | None = None) -> dict[str, Any]:
             "max_pages": tenant.max_pages,
             "max_storage_mb": tenant.max_storage_mb,
         },
+        "ocr_languages": tenant.ocr_languages,
         "created_at": _time(tenant.created_at),
     }
     if api_key is not None:

@@ -31,6 +31,9 @@ class ErrorSchema(Schema):
 class CountersSchema(Schema):
     pages = fields.Integer()
     ocr_pages = fields.Integer()
+    ocr_pages_dropped = fields.Integer(
+        metadata={"description": "pages OCR found no confident text on (photographs, drawings, noise)"}
+    )
     chunks = fields.Integer()
     points = fields.Integer()
 
@@ -57,6 +60,12 @@ class UploadFormSchema(Schema):
 
     file = fields.List(fields.Raw(metadata={"type": "string", "format": "binary"}), required=True)
     callback_url = fields.String(metadata={"description": "http(s) URL that receives the job's events"})
+    ocr_languages = fields.String(
+        metadata={
+            "description": "tesseract languages for scanned pages, joined by '+' ('deu+eng'); default:"
+            " the tenant's, else the service's"
+        }
+    )
 
 
 class UploadQuerySchema(StrictSchema):
@@ -112,6 +121,9 @@ class DocumentSchema(Schema):
     sha256 = fields.String()
     size_bytes = fields.Integer()
     page_count = fields.Integer(allow_none=True)
+    ocr_languages = fields.String(
+        allow_none=True, metadata={"description": "the tesseract languages its scanned pages are read in"}
+    )
     created_at = fields.String()
     deleted = fields.Boolean()
     latest_job = fields.Nested(JobSchema, allow_none=True)
@@ -184,9 +196,21 @@ class LimitsSchema(StrictSchema):
     max_storage_mb = fields.Integer(allow_none=True, validate=validate.Range(min=1, max=100_000_000))
 
 
+OCR_LANGUAGES_DESCRIPTION = (
+    "tesseract languages for the tenant's scanned pages, joined by '+' ('deu+eng'); null: the service's"
+)
+
+
 class TenantCreateSchema(LimitsSchema):
     name = fields.String(
         required=True, validate=[validate.Length(min=1, max=100), validate.Regexp(r"^[A-Za-z0-9_.-]+$")]
+    )
+    ocr_languages = fields.String(allow_none=True, metadata={"description": OCR_LANGUAGES_DESCRIPTION})
+
+
+class TenantOcrSchema(StrictSchema):
+    ocr_languages = fields.String(
+        required=True, allow_none=True, metadata={"description": OCR_LANGUAGES_DESCRIPTION}
     )
 
 
@@ -195,6 +219,7 @@ class TenantSchema(Schema):
     name = fields.String()
     status = fields.String(validate=validate.OneOf([s.value for s in TenantStatus]))
     limits = fields.Nested(LimitsSchema)
+    ocr_languages = fields.String(allow_none=True, metadata={"description": OCR_LANGUAGES_DESCRIPTION})
     created_at = fields.String()
     api_key = fields.String(metadata={"description": "shown once, when created"})
 

@@ -76,10 +76,13 @@ def inspect(uploads: list[FileStorage], limit_bytes: int) -> list[IncomingFile]:
     return files
 
 
-def fingerprint(files: list[IncomingFile], callback_url: str | None, force: bool) -> str:
+def fingerprint(
+    files: list[IncomingFile], callback_url: str | None, force: bool, ocr_languages: str | None = None
+) -> str:
     """What makes two requests "the same" for an Idempotency-Key."""
     parts = [[f.filename, f.sha256, f.size, f.error.code if f.error else None] for f in files]
-    return hashlib.sha256(json.dumps([parts, callback_url, force]).encode()).hexdigest()
+    request = [parts, callback_url, force] + ([ocr_languages] if ocr_languages else [])
+    return hashlib.sha256(json.dumps(request).encode()).hexdigest()
 
 
 def _live_documents(
@@ -99,12 +102,24 @@ def _live_documents(
 
 
 def accept(
-    svc: Services, tenant_id: str, files: list[IncomingFile], *, callback_url: str | None, force: bool
+    svc: Services,
+    tenant_id: str,
+    files: list[IncomingFile],
+    *,
+    callback_url: str | None,
+    force: bool,
+    ocr_languages: str | None = None,
 ) -> None:
-    """Create the documents and jobs for the acceptable files; fills each file's outcome."""
+    """Create the documents and jobs for the acceptable files; fills each file's outcome.
+
+    New documents are read in `ocr_languages` (checked by the caller), else the tenant's languages,
+    else the service's; a forced new job for an existing document takes `ocr_languages` when given.
+    """
     for attempt in range(2):
         try:
-            _accept_once(svc, tenant_id, files, callback_url=callback_url, force=force)
+            _accept_once(
+                svc, tenant_id, files, callback_url=callback_url, force=force, ocr_languages=ocr_languages
+            )
             return
         except IntegrityError:
             # The same bytes were uploaded concurrently and the other request won: try again,
@@ -119,7 +134,13 @@ def accept(
 
 
 def _accept_once(
-    svc: Services, tenant_id: str, files: list[IncomingFile], *, callback_url: str | None, force: bool
+    svc: Services,
+    tenant_id: str,
+    files: list[IncomingFile],
+    *,
+    callback_url: str | None,
+    force: bool,
+    ocr_languages: str | None,
 ) -> None:
     valid = [f for f in files if f.error is None]
     existing = _live_documents(svc, tenant_id, {f.sha256 for f in valid})
@@ -151,6 +172,7 @@ def _accept_once(
                 new_jobs=len(new_files) + len(forced),
                 new_bytes=sum(f.size for f in new_files),
             )
+            languages = ocr_languages or tenant.ocr_languages or svc.settings.ocr_languages
             for item in new_files:
                 assert item.document_id and item.object_key
                 session.add(
@@ -161,9 +183,14 @@ def _accept_once(
                         sha256=item.sha256,
                         size_bytes=item.size,
                         object_key=item.object_key,
+                        ocr_languages=languages,
                     )
                 )
             session.flush()
+            for item in forced if ocr_languages else []:
+                document = session.get(Document, item.document_id)
+                if document is not None:
+                    document.ocr_languages = ocr_languages
             for item in [*new_files, *forced]:
                 assert item.document_id
                 job = operations.create_job(

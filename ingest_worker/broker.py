@@ -22,6 +22,7 @@ from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.stage_metrics import StageMetrics
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
 from ingest_worker.middleware.version_purge import VersionPurge
+from ingest_worker.ocr_check import check_ocr_languages
 from ingest_worker.resources import current
 from shared.logging import setup_logging
 from shared.queue import QUEUE_WEBHOOKS, make_broker
@@ -74,9 +75,12 @@ def build_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
 
 
 def setup_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
-    """Build the broker the settings name and make it Dramatiq's global broker."""
+    """Build the broker the settings name and make it Dramatiq's global broker, once tesseract is
+    found to have every OCR language offered (raises OcrLanguagesMissingError naming those it lacks)."""
     global _broker, _settings
     settings.export_child_environment()
+    # A worker without the languages the gateway accepts would fail those uploads one by one.
+    check_ocr_languages(settings)
     _broker = build_broker(settings, metrics_port=metrics_port)
     _settings = settings
     dramatiq.set_broker(_broker)

@@ -17,7 +17,14 @@ from sqlalchemy.orm import Session
 
 from ingest_worker.leases import renewed
 from ingest_worker.middleware.current_broker import current_broker
-from ingest_worker.ocr_reading import read_pages, texts_from_json, texts_to_json, with_ocr_text
+from ingest_worker.ocr_reading import (
+    document_languages,
+    dropped_pages,
+    read_pages,
+    readings_from_json,
+    readings_to_json,
+    with_ocr_text,
+)
 from ingest_worker.resources import Resources
 from ingest_worker.runner import (
     CancelCleanup,
@@ -30,6 +37,7 @@ from ingest_worker.runner import (
     retry_or_dead_letter,
 )
 from ingest_worker.stages.models import pages_from_json, pages_to_json
+from ingest_worker.stages.ocr_confidence import PageReading
 from ingest_worker.steps import artifact_key, original
 from shared import jobs, outbox, stage_parts
 from shared.errors import JobCancelledError, PermanentError, StaleTransitionError
@@ -55,13 +63,18 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
     size = res.settings.ocr_range_pages
     if size > 0 and len(wanted) > size:
         return _fan_out(res, job.id, [wanted[i : i + size] for i in range(0, len(wanted), size)])
+    readings: dict[int, PageReading] = {}
     if wanted:
+        with res.db.transaction() as session:
+            languages = document_languages(session, job.document_id, res.settings)
         with original(res, job.document_id) as path:
-            texts = read_pages(res, path, wanted, check=lambda: check_not_cancelled(res, job.id))
-        pages = with_ocr_text(pages, texts)
+            readings = read_pages(
+                res, path, wanted, languages=languages, check=lambda: check_not_cancelled(res, job.id)
+            )
+        pages = with_ocr_text(pages, readings)
     key = artifact_key(job.id, "pages-final.json")
     res.storage.put_bytes(key, pages_to_json(pages))
-    return StageResult(artifact_key=key)
+    return StageResult(fields={"ocr_pages_dropped": dropped_pages(readings)}, artifact_key=key)
 
 
 def _fan_out(res: Resources, job_id: str, ranges: list[list[int]]) -> StageResult:
@@ -160,9 +173,11 @@ def _read_range(res: Resources, job_id: str, document_id: str, part: int, wanted
         if status in jobs.TERMINAL:
             raise JobEndedError()
 
+    with res.db.transaction() as session:
+        languages = document_languages(session, document_id, res.settings)
     with original(res, document_id) as path:
-        texts = read_pages(res, path, wanted, check=check)
-    res.storage.put_bytes(key, texts_to_json(texts))
+        readings = read_pages(res, path, wanted, languages=languages, check=check)
+    res.storage.put_bytes(key, readings_to_json(readings))
     return key
 
 
@@ -170,12 +185,13 @@ def _join(res: Resources, session: Session, job_id: str) -> list[int]:
     """The last range: the stage's output from every range's artifact, the stage done and the next
     stage queued in the caller's transaction. Returns the outbox rows to publish."""
     pages = pages_from_json(res.storage.get_bytes(artifact_key(job_id, "pages.json")))
-    texts: dict[int, str] = {}
+    readings: dict[int, PageReading] = {}
     for key in stage_parts.part_artifacts(session, job_id, STAGE):
-        texts.update(texts_from_json(res.storage.get_bytes(key)))
+        readings.update(readings_from_json(res.storage.get_bytes(key)))
     final = artifact_key(job_id, "pages-final.json")
-    res.storage.put_bytes(final, pages_to_json(with_ocr_text(pages, texts)))
-    if jobs.finish_stage(session, job_id, STAGE, artifact_key=final) is None:
+    res.storage.put_bytes(final, pages_to_json(with_ocr_text(pages, readings)))
+    dropped = dropped_pages(readings)
+    if jobs.finish_stage(session, job_id, STAGE, artifact_key=final, ocr_pages_dropped=dropped) is None:
         logger.info("job %s: OCR done after the job stopped running; not handed on", job_id)
         with contextlib.suppress(StaleTransitionError):
             jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])

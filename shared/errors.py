@@ -364,3 +364,11 @@ class WebhookDeliveryError(TransientError):
     def __init__(self, message: str | None = None, *, code: str | None = None, status: int | None = None):
         super().__init__(message, code=code)
         self.response_status = status
+
+
+# --- OCR languages ------------------------------------------------------------------------------
+
+
+class UnknownOcrLanguageError(PermanentError):
+    code = "unknown_ocr_language"
+    message = "ocr_languages names a language this service does not read."

@@ -70,6 +70,7 @@ SNAPSHOT_FIELDS = (
     "progress",
     "pages",
     "ocr_pages",
+    "ocr_pages_dropped",
     "chunks",
     "points",
     "attempts",

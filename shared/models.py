@@ -106,6 +106,8 @@ class Tenant(Base):
     # embedder (a tenant that was never reindexed).
     active_embedding_model: Mapped[str | None] = mapped_column(String(100))
     active_embedding_dim: Mapped[int | None] = mapped_column(Integer)
+    # Tesseract languages ("deu+eng") for the tenant's uploads that name none; NULL: the service's.
+    ocr_languages: Mapped[str | None] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
@@ -143,6 +145,10 @@ class Document(Base):
     size_bytes: Mapped[int] = mapped_column(BigInteger)
     object_key: Mapped[str] = mapped_column(String(255))
     page_count: Mapped[int | None] = mapped_column(Integer)
+    # The tesseract languages the document is read in, fixed at upload (the upload's, else the
+    # tenant's, else the service's), so retries and reindexes read it the same way. NULL on documents
+    # uploaded before languages were chosen: the service's default.
+    ocr_languages: Mapped[str | None] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime)
 
@@ -163,6 +169,8 @@ class Job(Base):
     progress: Mapped[int] = mapped_column(Integer, default=0)
     pages: Mapped[int] = mapped_column(Integer, default=0)
     ocr_pages: Mapped[int] = mapped_column(Integer, default=0)
+    # Pages OCR read only low-confidence words on (photographs, drawings, noise): they yield no text.
+    ocr_pages_dropped: Mapped[int] = mapped_column(Integer, default=0)
     chunks: Mapped[int] = mapped_column(Integer, default=0)
     points: Mapped[int] = mapped_column(Integer, default=0)
     attempts: Mapped[int] = mapped_column(Integer, default=0)

@@ -163,6 +163,7 @@ def _create_job(session: Session, reindex: Reindex, document_id: str, source: Jo
         embedding_dim=reindex.embedding_dim,
         pages=source.pages,
         ocr_pages=source.ocr_pages if "extract" in skipped else 0,
+        ocr_pages_dropped=source.ocr_pages_dropped if "ocr" in skipped else 0,
         chunks=source.chunks if "chunk" in skipped else 0,
         extractor_version=source.extractor_version if "extract" in skipped else None,
         chunker_version=source.chunker_version if "chunk" in skipped else None,

@@ -123,8 +123,26 @@ class Settings:
     chunk_overlap_tokens: int = 32
     # Resolution at which pages are rendered for OCR.
     ocr_dpi: int = 300
-    # Tesseract languages, joined with "+" (for example "eng+deu").
+    # Tesseract languages a document is read in when neither its upload nor its tenant names any:
+    # one code ("eng") or several joined by "+" ("deu+eng"), the first the most likely.
     ocr_languages: str = "eng"
+    # The languages uploads and tenants may name (comma-separated tesseract codes): the Debian packs
+    # the Makefile and the Dockerfile install. The gateway checks requests against this list (its host
+    # may have no tesseract); workers check at start-up that each one is installed.
+    ocr_available_languages: str = "eng,deu,fra,spa,ita,por"
+    # Confidence (0-100) a word read by OCR needs to be kept. Printed text reads at 93-96 with the
+    # "fast" models; the letter-like blobs of a photographed texture mostly below 30, 10% above 55.
+    ocr_min_word_confidence_pct: float = 60.0
+    # Share of a line's characters its confident words must hold for the line to be kept: a lucky
+    # word amid a line of noise goes, a line of text loses at most a smudged word or two.
+    ocr_min_line_confident_pct: float = 60.0
+    # Letters and digits the confident words of a line must hold for the line to be kept: the crumbs
+    # tesseract reads with confidence in a picture ("4", "ed", "e @", "wet") sit one or two to a line.
+    ocr_min_line_chars: int = 5
+    # Confident words a page needs, in kept lines, to yield any text; fewer and it counts as a picture
+    # (jobs' `ocr_pages_dropped`). The line rules above already drop every crumb of the pictures
+    # measured; this is a margin that still keeps a title page of two words.
+    ocr_min_page_words: int = 2
     # Time limit of OCR per page.
     ocr_timeout_s: int = 120
     # Threads each tesseract process may use: 1 is 4-5x faster per page on a busy worker.

@@ -55,7 +55,11 @@ def event_body(event_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:
             "status": payload["status"],
             "stage": payload["stage"],
             "progress": payload["progress"],
-            "counters": {name: payload[name] for name in ("pages", "ocr_pages", "chunks", "points")},
+            "counters": {
+                **{name: payload[name] for name in ("pages", "ocr_pages", "chunks", "points")},
+                # Events stored before the counter existed lack it.
+                "ocr_pages_dropped": payload.get("ocr_pages_dropped", 0),
+            },
             "attempts": payload["attempts"],
             "error": {"code": error, "message": payload.get("error_message")} if error else None,
             "seq": payload["seq"],

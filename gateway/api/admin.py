@@ -21,9 +21,11 @@ from gateway.schemas import (
     ReindexSchema,
     TenantCreateSchema,
     TenantListSchema,
+    TenantOcrSchema,
     TenantSchema,
 )
 from gateway.services import services
+from shared import ocr_languages
 from shared import reindex as reindexes
 from shared.errors import ConflictError, NotFoundError
 from shared.models import ApiKey, DeadLetter, Job, Tenant, TenantStatus, utcnow
@@ -46,6 +48,10 @@ def _tenant(session: Any, tenant_id: str) -> Tenant:
 @blp.response(201, TenantSchema)
 def create(args: dict[str, Any]) -> Any:
     """Create a tenant with its first API key (shown once)."""
+    if args.get("ocr_languages") is not None:
+        args["ocr_languages"] = ocr_languages.checked(
+            args["ocr_languages"], services().settings.ocr_available_languages
+        )
     try:
         with services().db.transaction() as session:
             tenant, key = create_tenant(session, args.pop("name"))
@@ -84,6 +90,22 @@ def set_limits(args: dict[str, Any], tenant_id: str) -> Any:
         tenant = _tenant(session, tenant_id)
         for name, value in args.items():
             setattr(tenant, name, value)
+        return tenant_body(tenant)
+
+
+@blp.route("/v1/admin/tenants/<tenant_id>/ocr", methods=["PATCH"])
+@admin_required
+@blp.arguments(TenantOcrSchema)
+@blp.response(200, TenantSchema)
+def set_ocr(args: dict[str, Any], tenant_id: str) -> Any:
+    """Set the OCR languages of the tenant's uploads that name none (null: back to the service's).
+    An unknown language is a 422 `unknown_ocr_language`."""
+    value = args["ocr_languages"]
+    if value is not None:
+        value = ocr_languages.checked(value, services().settings.ocr_available_languages)
+    with services().db.transaction() as session:
+        tenant = _tenant(session, tenant_id)
+        tenant.ocr_languages = value
         return tenant_body(tenant)
 
 

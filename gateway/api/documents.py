@@ -23,7 +23,7 @@ from gateway.schemas import (
     UploadResponseSchema,
 )
 from gateway.services import services
-from shared import idempotency, operations
+from shared import idempotency, ocr_languages, operations
 from shared.callback_urls import check_setting
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.idempotency import StoredResponse
@@ -41,6 +41,15 @@ UPLOAD_BODY = {
 def _callback_url() -> str | None:
     """The job's callback URL, refused unless https and public (or allow-listed in settings)."""
     return check_setting(request.form.get("callback_url") or None, services().settings)
+
+
+def _ocr_languages() -> str | None:
+    """The upload's OCR languages ("deu+eng"), refused (422 `unknown_ocr_language`) unless each is one
+    the service offers (Settings.ocr_available_languages)."""
+    value = request.form.get("ocr_languages") or None
+    return (
+        None if value is None else ocr_languages.checked(value, services().settings.ocr_available_languages)
+    )
 
 
 def _file_parts() -> list[Any]:
@@ -100,16 +109,20 @@ def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
     tenant_id = g.caller.tenant_id
     parts = _file_parts()
     callback_url = _callback_url()
+    languages = _ocr_languages()
     limit_mb = g.caller.max_upload_mb or svc.settings.max_upload_mb
     files = uploads.inspect(parts, limit_mb * 1024 * 1024)
     if idempotency_key:
         stored = idempotency.claim(
-            svc.db.sessions, tenant_id, idempotency_key, uploads.fingerprint(files, callback_url, force)
+            svc.db.sessions,
+            tenant_id,
+            idempotency_key,
+            uploads.fingerprint(files, callback_url, force, languages),
         )
         if stored is not None:
             return _replay(stored)
     try:
-        uploads.accept(svc, tenant_id, files, callback_url=callback_url, force=force)
+        uploads.accept(svc, tenant_id, files, callback_url=callback_url, force=force, ocr_languages=languages)
         answer = _answer(files)
     except BaseException:
         if idempotency_key:

@@ -10,9 +10,11 @@ import numpy as np
 from pypdf import PageObject, PdfReader
 from pypdf.generic import ContentStream, DictionaryObject, IndirectObject
 
+from ingest_worker.stages.invisible_text import invisible_share
 from ingest_worker.stages.layout import structured_page
 from ingest_worker.stages.models import PageText
 from ingest_worker.stages.running import drop_running_lines
+from ingest_worker.stages.text_plausibility import plausible_text
 from ingest_worker.stages.validate import open_pdf, pdf_errors
 
 # A page at least this much covered by images, whose text layer is shorter than COVERED_PAGE_MIN_CHARS,
@@ -22,6 +24,9 @@ from ingest_worker.stages.validate import open_pdf, pdf_errors
 # invisible layer holds the page's text, stays above the length and keeps its layer.
 COVERED_FRACTION = 0.5
 COVERED_PAGE_MIN_CHARS = 200
+# A page whose text is mostly drawn invisibly (render mode 3) carries another tool's OCR layer; when
+# that text is garbage (text_plausibility.py) the page is read again.
+INVISIBLE_LAYER_FRACTION = 0.5
 # Coverage is measured on a grid over the crop box: enough to tell a full-page scan from a figure.
 _COVERAGE_GRID = 64
 # Forms may draw forms: a nesting depth and an invocation budget stop a file built to loop or explode.
@@ -40,7 +45,8 @@ def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
 
     A page whose text layer has fewer than `min_chars` visible characters (not whitespace, not
     control characters) is marked `needs_ocr`, and so is a page mostly covered by images whose text
-    layer is short (see COVERED_FRACTION); its text is kept as found. A page pypdf cannot read raises
+    layer is short (see COVERED_FRACTION), and a page whose invisible OCR layer is garbage (see
+    `garbage_ocr_layer`); its text is kept as found. A page pypdf cannot read raises
     InvalidPdfError naming the page, or PdfLimitError when it trips a safety limit; the file-level
     errors are those of `validate.open_pdf`.
     """
@@ -56,8 +62,10 @@ def extract_pages(path: str, *, min_chars: int) -> list[PageText]:
             wide.append(_is_wide(page))
             chars = visible_chars(text)
             # Coverage is only worth its parse for the few pages whose text layer is short.
-            needs_ocr = chars < min_chars or (
-                chars < COVERED_PAGE_MIN_CHARS and image_coverage(reader, page) >= COVERED_FRACTION
+            needs_ocr = (
+                chars < min_chars
+                or (chars < COVERED_PAGE_MIN_CHARS and image_coverage(reader, page) >= COVERED_FRACTION)
+                or garbage_ocr_layer(reader, page, text)
             )
         pages.append(
             PageText(
@@ -83,6 +91,13 @@ def _is_wide(page: PageObject) -> bool:
         return False
     width, height = abs(right - left), abs(top - bottom)
     return height < width if not rotated else width < height
+
+
+def garbage_ocr_layer(reader: PdfReader, page: PageObject, text: str) -> bool:
+    """True when `text`, the page's text, is garbage drawn invisibly: a failed OCR layer. Visible text
+    is never judged (a real text layer is never OCRed), and the content is parsed only for text that
+    reads as garbage."""
+    return not plausible_text(text) and invisible_share(reader, page) >= INVISIBLE_LAYER_FRACTION
 
 
 def visible_chars(text: str) -> int:

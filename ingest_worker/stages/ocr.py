@@ -5,12 +5,14 @@ from __future__ import annotations
 import math
 import re
 import threading
+from typing import Any, cast
 
 import numpy as np
 import pypdfium2 as pdfium
 import pytesseract
 from PIL import Image
 
+from ingest_worker.stages.ocr_confidence import ConfidenceRule, PageReading, confident_text, words_from_data
 from ingest_worker.stages.parser_errors import pdfium_errors
 from shared.errors import (
     OcrFailedError,
@@ -52,18 +54,45 @@ _LANGUAGES = re.compile(r"[A-Za-z0-9_]+(\+[A-Za-z0-9_]+)*")
 _PDFIUM_LOCK = threading.Lock()
 
 
+# Every word tesseract reads, whatever its confidence: the rule of `ocr_pages` when none is given.
+KEEP_EVERY_WORD = ConfidenceRule(
+    min_word_confidence_pct=0, min_line_confident_pct=0, min_line_chars=0, min_page_words=0
+)
+
+
 def ocr_pages(
-    path: str, page_numbers: list[int], *, dpi: int, languages: str, timeout_s: int
+    path: str,
+    page_numbers: list[int],
+    *,
+    dpi: int,
+    languages: str,
+    timeout_s: int,
+    rule: ConfidenceRule = KEEP_EVERY_WORD,
 ) -> dict[int, str]:
-    """The OCR text of the given 1-based pages of the PDF at `path`, keyed by page number.
+    """The OCR text of the given 1-based pages of the PDF at `path`, keyed by page number (see
+    `read_pages`, whose texts these are)."""
+    readings = read_pages(path, page_numbers, dpi=dpi, languages=languages, timeout_s=timeout_s, rule=rule)
+    return {number: reading.text for number, reading in readings.items()}
+
+
+def read_pages(
+    path: str,
+    page_numbers: list[int],
+    *,
+    dpi: int,
+    languages: str,
+    timeout_s: int,
+    rule: ConfidenceRule,
+) -> dict[int, PageReading]:
+    """What OCR read on the given 1-based pages of the PDF at `path`, keyed by page number.
 
     Each page is rendered in greyscale at `dpi` (lower for pages too large for the pixel budget) with its
     /Rotate applied, turned straight when its lines are tilted (see `deskew`; tesseract itself turns
     pages lying sideways or upside down), and read by tesseract in `languages` ("eng", "eng+deu"), with
     `timeout_s` per page. Raises EncryptedPdfError or InvalidPdfError (PageRenderError and the
     other codes of `parser_errors`) when pdfium cannot open or render the file, ProcessingTimeoutError
-    when a page runs out of time, OcrFailedError when tesseract fails. The text is returned as tesseract
-    gives it, stripped.
+    when a page runs out of time, OcrFailedError when tesseract fails. Only the words `rule` finds
+    confident are kept (see `ocr_confidence.confident_text`): a page of pictures without text reads as "".
     """
     if dpi <= 0 or timeout_s <= 0:
         raise ValueError("dpi and timeout_s must be positive")
@@ -72,14 +101,15 @@ def ocr_pages(
     # Tesseract's OpenMP threads make it 4-5x slower in CPU on small machines. pytesseract starts it with
     # this process's environment and takes no per-call one: the worker's entry point sets
     # OMP_THREAD_LIMIT there (Settings.export_child_environment).
-    texts: dict[int, str] = {}
+    readings: dict[int, PageReading] = {}
     with _PdfiumDocument(path) as document:
         for number in sorted(set(page_numbers)):
             image, used_dpi = document.render(number, dpi)
             # Outside the pdfium lock: the skew search is numpy and Pillow work on our own copy.
             image = deskew(image, used_dpi)
-            texts[number] = _recognise(image, number, dpi=used_dpi, languages=languages, timeout_s=timeout_s)
-    return texts
+            data = _recognise(image, number, dpi=used_dpi, languages=languages, timeout_s=timeout_s)
+            readings[number] = confident_text(words_from_data(data), rule)
+    return readings
 
 
 class _PdfiumDocument:
@@ -178,13 +208,19 @@ def estimate_skew(image: Image.Image, dpi: int) -> float:
     return round(best, 2)
 
 
-def _recognise(image: Image.Image, number: int, *, dpi: int, languages: str, timeout_s: int) -> str:
+def _recognise(
+    image: Image.Image, number: int, *, dpi: int, languages: str, timeout_s: int
+) -> dict[str, list[Any]]:
     # PPM is written without compression, much faster than pytesseract's PNG default; PPM carries no
     # resolution, so tesseract is told it explicitly.
     image.format = "PPM"
     config = f"--psm {TESSERACT_PSM} --dpi {dpi}"
     try:
-        text = pytesseract.image_to_string(image, lang=languages, config=config, timeout=timeout_s)
+        # The words with their confidences and places (tesseract's TSV output): the same recognition
+        # as plain text output, at the same cost.
+        data = pytesseract.image_to_data(
+            image, lang=languages, config=config, timeout=timeout_s, output_type=pytesseract.Output.DICT
+        )
     except pytesseract.TesseractNotFoundError as exc:
         raise OcrUnavailableError() from exc
     except pytesseract.TesseractError as exc:
@@ -194,4 +230,4 @@ def _recognise(image: Image.Image, number: int, *, dpi: int, languages: str, tim
         if "timeout" in str(exc).lower():
             raise ProcessingTimeoutError(f"OCR of page {number} took longer than {timeout_s} s.") from exc
         raise OcrFailedError(f"OCR of page {number} failed.") from exc
-    return str(text).strip()
+    return cast(dict[str, list[Any]], data)

@@ -7,7 +7,8 @@ Parts: pipeline (the stages alone and end to end on deploy/embedded.py), accept 
 a raw loop), efficiency (1 and 2 worker processes beside a raw sequential run), hops (stage hop latency
 against the Redis polling bound), memory (worker peak memory on a long and a short PDF), recovery (after
 a SIGKILL), upload (the gateway's memory during a large upload), fairness (two tenants), reindex (an
-upload's latency during a reindex beside its latency alone). `--quick` runs
+upload's latency during a reindex beside its latency alone), ocr (CPU per page with and without the
+confidence rule, with three languages, with script detection). `--quick` runs
 each part smaller. Prints a Markdown report and writes it to `--out` when every part ran (in full or
 quick). Everything it starts is stopped, and its folders and Redis keys removed, before it returns.
 """
@@ -25,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shared.settings import Settings
-from tests.bench import accept_path, efficiency, hops, recovery, worker_memory
+from tests.bench import accept_path, efficiency, hops, ocr_cost, recovery, worker_memory
 from tests.bench import report_production as production
 from tests.bench.documents import scanned_document, text_document
 from tests.bench.fairness import measure_fairness
@@ -38,7 +39,18 @@ from tests.bench.upload_memory import UploadMemory, measure_upload_memory
 from tests.pdfs import text_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("pipeline", "accept", "efficiency", "hops", "memory", "recovery", "upload", "fairness", "reindex")
+PARTS = (
+    "pipeline",
+    "accept",
+    "efficiency",
+    "hops",
+    "memory",
+    "recovery",
+    "upload",
+    "fairness",
+    "reindex",
+    "ocr",
+)
 # The end-to-end figures measured earlier on such machines (ARCHITECTURE.md §10).
 REFERENCE_TEXT_S = 9.0
 REFERENCE_SCAN_S = 25.0
@@ -75,6 +87,7 @@ def main() -> None:
         "upload": lambda: measure_upload_memory(20 if quick else args.upload_mb),
         "fairness": lambda: measure_fairness(caps=(2,), burst_jobs=10) if quick else measure_fairness(),
         "reindex": lambda: measure_reindex_latency(documents=8) if quick else measure_reindex_latency(),
+        "ocr": lambda: ocr_cost.measure_ocr_cost(settings, rounds=1 if quick else 2),
     }
     for part in parts:
         step(part)
@@ -93,6 +106,8 @@ def main() -> None:
         sections.append(production.memory_section(found["memory"], upload))  # type: ignore[arg-type]
     if "recovery" in found:
         sections.append(production.recovery_section(found["recovery"]))  # type: ignore[arg-type]
+    if "ocr" in found:
+        sections.append(ocr_cost.ocr_section(found["ocr"]))  # type: ignore[arg-type]
     results = Results(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") + (" (quick mode)" if quick else ""),
         duration_s=time.monotonic() - started,

@@ -116,7 +116,7 @@ def test_a_page_over_its_time_limit_is_a_timeout(tmp_path: Path, monkeypatch: py
     def timed_out(*args: object, **kwargs: object) -> str:
         raise RuntimeError("Tesseract process timeout")
 
-    monkeypatch.setattr(ocr.pytesseract, "image_to_string", timed_out)
+    monkeypatch.setattr(ocr.pytesseract, "image_to_data", timed_out)
     path = pdfs.write_pdf(tmp_path, pdfs.scanned_pdf([OTHER_TEXT], dpi=100))
 
     # When / Then the stage reports a processing timeout naming the page and the limit

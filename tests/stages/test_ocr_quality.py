@@ -1,7 +1,7 @@
 """Quality of the OCR stage on 300 dpi scans with real-world defects: skew, rotation, JPEG and CCITT.
 
-Tesseract here has English data only (`eng` and `osd`), so the scans are English; the non-ASCII cases
-are covered by the text-layer tests of the extract stage.
+The scans here are English; German and French scans are read through the API in test_ocr_accuracy.py,
+and the non-ASCII text layers are covered by the tests of the extract stage.
 """
 
 from __future__ import annotations

@@ -1,0 +1,90 @@
+"""Known prose in English, German and French (over 2,000 characters each) for measuring OCR accuracy.
+
+Written for these tests: ordinary office and travel prose with the letters, digits and punctuation of
+each language (umlauts and ß, accents and cedillas), set in paragraphs as a letter or a report is.
+"""
+
+from __future__ import annotations
+
+ENGLISH = (
+    "Annual maintenance report for the river pumping station\n\n"
+    "The station on the northern bank of the river was inspected in the first week of March. The "
+    "engineers found the three main pumps in good order, although the bearings of the second pump "
+    "showed some wear and will be replaced before the summer. The control cabinet was cleaned, the "
+    "cables were checked for damage and two relays that had failed during the winter were changed.\n\n"
+    "During the year the station moved about 4.2 million cubic metres of water, eleven percent more "
+    "than in the previous year. The increase follows the heavy rain of October and November, when "
+    "the pumps ran day and night for almost three weeks. Electricity costs rose accordingly, from "
+    "38,500 to 42,750 pounds, while the cost of repairs fell slightly.\n\n"
+    "The staff would like to thank the residents of the valley for their patience while the access "
+    "road was closed. The new road surface is now finished, and heavy vehicles may use it again. A "
+    "speed limit of twenty miles per hour applies near the school and the village hall.\n\n"
+    "For the coming year the committee proposes to install a fourth pump, to renew the fence around "
+    "the reservoir and to fit a small solar array on the roof of the workshop. The estimated cost of "
+    "these works is 96,000 pounds, of which about one third may be covered by a regional grant. A "
+    "decision is expected at the meeting on 14 June, and the plans may be seen at the office on "
+    "weekdays between nine and five.\n\n"
+    "Questions about this report should be sent to the station manager, who will answer them in "
+    "writing within ten working days. Copies of earlier reports are kept in the public library.\n\n"
+    "A short note on safety: in the past twelve months no accident was reported at the station. Two "
+    "members of staff completed a first aid course, and the fire extinguishers were tested in May. "
+    "Visitors must still sign in at the gate, wear a helmet and stay with a guide at all times. "
+    "Children under twelve are welcome on the open day in August, with an adult. Dogs must be kept "
+    "on a lead."
+)
+
+GERMAN = (
+    "Bericht über die Sanierung der Stadtbibliothek\n\n"
+    "Die Arbeiten an der Stadtbibliothek haben im Frühjahr begonnen und sollen bis zum Ende des "
+    "Jahres abgeschlossen sein. Zunächst wurde das Dach erneuert, weil es bei starkem Regen an "
+    "mehreren Stellen undicht war. Danach folgten die Fenster im Lesesaal, die durch moderne, "
+    "gut gedämmte Modelle ersetzt wurden. Die Kosten für diesen Abschnitt betrugen 312.000 Euro.\n\n"
+    "Während der Bauzeit bleibt die Ausleihe geöffnet, allerdings nur im Erdgeschoss und mit "
+    "kürzeren Öffnungszeiten. Die Leserinnen und Leser werden gebeten, größere Bestellungen "
+    "rechtzeitig anzumelden, da ein Teil des Bestandes in einem Außenlager liegt. Zeitschriften "
+    "und Zeitungen können weiterhin im kleinen Saal neben dem Eingang gelesen werden.\n\n"
+    "Im Sommer werden die Heizung und die Beleuchtung ausgetauscht. Die neue Anlage verbraucht "
+    "nach den Berechnungen des Ingenieurbüros etwa vierzig Prozent weniger Energie als die alte. "
+    "Außerdem erhält das Gebäude einen Aufzug, damit auch Menschen mit Rollstuhl oder Kinderwagen "
+    "alle Stockwerke ohne fremde Hilfe erreichen können.\n\n"
+    "Der Förderverein der Bibliothek hat für die Einrichtung der Kinderabteilung 18.500 Euro "
+    "gesammelt. Davon werden neue Regale, bequeme Sitzkissen und eine kleine Bühne für Lesungen "
+    "gekauft. Die Stadt dankt allen Spenderinnen und Spendern herzlich für ihre großzügige Hilfe.\n\n"
+    "Über den weiteren Verlauf der Arbeiten informiert die Verwaltung regelmäßig auf den Aushängen "
+    "im Foyer. Fragen und Anregungen nimmt das Büro der Bibliotheksleitung montags bis freitags "
+    "von neun bis zwölf Uhr entgegen, gern auch schriftlich. Die feierliche Wiedereröffnung ist "
+    "für den dritten Samstag im Januar geplant.\n\n"
+    "Zum Schluss noch ein Hinweis: Ausgeliehene Bücher können während der Bauarbeiten auch in der "
+    "Zweigstelle am Marktplatz zurückgegeben werden. Mahngebühren werden bis März nicht erhoben, "
+    "und die Rückgabefrist verlängert sich für alle Medien um vierzehn Tage. Vielen Dank für Ihr "
+    "Verständnis und Ihre Geduld. Ihr Team der Stadtbibliothek."
+)
+
+FRENCH = (
+    "Compte rendu de la réunion du conseil de quartier\n\n"
+    "Le conseil s'est réuni le mardi 12 septembre à la salle des fêtes, en présence de trente-deux "
+    "habitants et de deux représentants de la mairie. La séance a été ouverte à dix-huit heures par "
+    "la présidente, qui a rappelé l'ordre du jour et remercié les bénévoles de la fête de l'été.\n\n"
+    "Le premier point concernait la rénovation de la place du marché. Les travaux commenceront en "
+    "octobre et dureront environ quatre mois. Le marché du samedi sera déplacé pendant cette période "
+    "dans la rue voisine, où les commerçants disposeront d'un espace équivalent. Le coût total est "
+    "estimé à 275 000 euros, financé en grande partie par la région.\n\n"
+    "Ensuite, plusieurs habitants ont évoqué la vitesse excessive des voitures devant l'école "
+    "élémentaire. La mairie a accepté d'étudier l'installation de deux ralentisseurs et d'un passage "
+    "piéton éclairé. Une réponse précise sera donnée lors de la prochaine réunion, après avis des "
+    "services techniques et de la police municipale.\n\n"
+    "Le troisième point portait sur le jardin partagé derrière la bibliothèque. Depuis le printemps, "
+    "dix-huit familles y cultivent des légumes, des fleurs et quelques arbres fruitiers. Elles "
+    "souhaitent obtenir un second récupérateur d'eau de pluie et un abri pour les outils. Le conseil "
+    "a voté à l'unanimité une aide de 1 200 euros pour ces achats.\n\n"
+    "Enfin, la présidente a annoncé que la fête de fin d'année aura lieu le samedi 16 décembre. "
+    "Toutes les idées sont les bienvenues : concert, théâtre, vente de gâteaux ou échange de livres. "
+    "Les personnes intéressées peuvent s'inscrire auprès du secrétariat ou déposer un message dans "
+    "la boîte aux lettres du conseil. La séance a été levée à vingt heures quinze.\n\n"
+    "Note complémentaire : les comptes rendus des réunions précédentes sont disponibles à l'accueil "
+    "de la mairie et sur le panneau d'affichage près de la pharmacie. La prochaine séance se tiendra "
+    "en novembre ; la date exacte sera communiquée par courrier à chaque foyer du quartier. Merci "
+    "à tous pour votre participation."
+)
+
+TEXTS = {"eng": ENGLISH, "deu": GERMAN, "fra": FRENCH}
