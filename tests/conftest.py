@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from shared.db import Database, migrate
 from shared.models import Base
 from shared.settings import Settings
+from tests.databases import migrate_database
 from tests.fakes import FAKE_EMBEDDER
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +56,7 @@ def settings(tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def sqlite_db(settings: Settings) -> Database:
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     return Database.from_settings(settings)
 
 
@@ -166,7 +167,7 @@ def app(settings: Settings) -> Any:
     from shared.queue import Publisher, make_broker
 
     settings = settings.replace(max_upload_mb=1)
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     return create_app(settings, publisher=Publisher(make_broker(settings)))
 
 
