@@ -42,7 +42,7 @@ def make_embedder(settings: Settings) -> Embedder:
         from shared.openai_embedder import OpenAIEmbedder
 
         return OpenAIEmbedder.from_settings(settings)
-    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")
+    raise _unknown(settings.embedder)
 
 
 # The offline model: its name is what reindexes and tenants record, its dimension is fixed.
@@ -75,7 +75,13 @@ def model_spec(settings: Settings) -> tuple[str, int]:
         return settings.openai_model, model_dimension(
             settings.openai_model, settings.openai_dimensions or None, settings.openai_max_tokens or None
         )
-    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")
+    raise _unknown(settings.embedder)
+
+
+def _unknown(embedder: str) -> ValueError:
+    return ValueError(
+        f"unknown INGEST_EMBEDDER {embedder!r} (expected 'local', 'openai' or 'package.module:Class')"
+    )
 
 
 def _embedder_class(path: str) -> Any:
