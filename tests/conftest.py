@@ -1,5 +1,8 @@
 """Shared fixtures: settings for the embedded topology, and the real servers of the production one.
 
+Both kinds of settings embed with the deterministic fake (tests/fakes.py), which counts tokens as the
+offline model does: tests about embedding and retrieval ask for `embedder="local"` themselves.
+
 PostgreSQL and Redis are the machine's servers (INGEST_TEST_DATABASE_URL, INGEST_TEST_REDIS_URL).
 When one is missing its tests skip with a loud reason on a laptop and fail under CI=true, so CI
 can never go green without them. The S3 server is started by the suite itself.
@@ -21,6 +24,8 @@ import sqlalchemy as sa
 from shared.db import Database, migrate
 from shared.models import Base
 from shared.settings import Settings
+from tests.databases import migrate_database
+from tests.fakes import FAKE_EMBEDDER
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATABASE_URL = os.environ.get(
@@ -40,13 +45,18 @@ def missing_service(what: str) -> None:
 
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
-    """Embedded-topology settings in a fresh data directory."""
-    return Settings(data_dir=str(tmp_path / "data"), model_cache_dir=MODEL_CACHE_DIR, worker_threads=2)
+    """Embedded-topology settings in a fresh data directory, embedding with the fake."""
+    return Settings(
+        data_dir=str(tmp_path / "data"),
+        model_cache_dir=MODEL_CACHE_DIR,
+        worker_threads=2,
+        embedder=FAKE_EMBEDDER,
+    )
 
 
 @pytest.fixture
 def sqlite_db(settings: Settings) -> Database:
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     return Database.from_settings(settings)
 
 
@@ -133,8 +143,10 @@ def production_settings(
     tmp_path: Path, pg_server_url: str, pg_db: Database, redis_url: str, broker_namespace: str, s3_server: Any
 ) -> Settings:
     """The production topology's parts: this run's PostgreSQL database (emptied), a Redis namespace of
-    this test's own and the S3 server; tests add what their processes need with `.replace`."""
+    this test's own and the S3 server, and the fake embedder; tests add what their processes need with
+    `.replace`."""
     return Settings(
+        embedder=FAKE_EMBEDDER,
         data_dir=str(tmp_path / "data"),
         database_url=pg_server_url,
         broker_url=redis_url,
@@ -155,7 +167,7 @@ def app(settings: Settings) -> Any:
     from shared.queue import Publisher, make_broker
 
     settings = settings.replace(max_upload_mb=1)
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     return create_app(settings, publisher=Publisher(make_broker(settings)))
 
 

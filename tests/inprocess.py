@@ -16,12 +16,12 @@ from ingest_worker.broker import build_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop
 from ingest_worker.resources import Resources, configure
 from shared import operations
-from shared.db import migrate
 from shared.models import Document
 from shared.outbox import Relay
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.tenants import create_tenant
+from tests.databases import migrate_database
 
 
 @dataclass
@@ -36,7 +36,7 @@ def in_process_service(
     settings: Settings, *, threads: int = 1, maintenance: bool = False, worker: bool = True
 ) -> Iterator[InProcess]:
     """A fresh broker with every actor declared, worker threads on it, and the gateway."""
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     resources = Resources(settings)
     configure(resources)
     broker = build_broker(settings)

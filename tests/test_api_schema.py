@@ -17,20 +17,26 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from gateway.app import create_app
-from shared.db import migrate
 from shared.embeddings import make_embedder
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.vectorstore import VectorStore
 from tests.conftest import MODEL_CACHE_DIR, admin_key, auth, tenant_key
+from tests.databases import migrate_database
+from tests.fakes import FAKE_EMBEDDER
 
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 
 @pytest.fixture
 def api_schema(tmp_path: Any) -> Any:
-    app_settings = Settings(data_dir=str(tmp_path / "data"), max_upload_mb=1, model_cache_dir=MODEL_CACHE_DIR)
-    migrate(app_settings.effective_database_url)
+    app_settings = Settings(
+        data_dir=str(tmp_path / "data"),
+        max_upload_mb=1,
+        model_cache_dir=MODEL_CACHE_DIR,
+        embedder=FAKE_EMBEDDER,
+    )
+    migrate_database(app_settings.effective_database_url)
     # As in the embedded process, search gets the vector store and embedder it would share.
     app = create_app(
         app_settings,

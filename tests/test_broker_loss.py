@@ -16,7 +16,6 @@ from shared.models import Job
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
 from tests.inprocess import in_process_service
-from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
@@ -30,48 +29,43 @@ def count(resources: Resources, status: str) -> int:
 
 
 def test_every_job_completes_after_redis_is_flushed_mid_burst(settings: Settings, private_redis: str) -> None:
-    with OpenAIServer() as provider:
-        settings = settings.replace(
-            broker_url=private_redis,
-            embedder="openai",
-            openai_api_key=provider.api_key,
-            openai_base_url=provider.base_url,
-            handoff_stall_s=3,
-            lease_s=3,
-            maintenance_interval_s=0.5,
-            tenant_max_concurrency=0,
-        )
-        with in_process_service(settings, threads=2, maintenance=True) as service:
-            resources = service.resources
-            client: Any = service.app.test_client()
-            key = tenant_key(service.app, "acme")
-            # Given a burst of 100 uploads being processed
-            for n in range(JOBS):
-                body = io.BytesIO(text_pdf([f"Burst document {n}."]))
-                assert (
-                    client.post(
-                        "/v1/documents", headers=auth(key), data={"file": (body, "b.pdf")}
-                    ).status_code
-                    == 202
-                )
-            deadline = time.monotonic() + 60
-            while count(resources, "completed") < 10 and time.monotonic() < deadline:
-                time.sleep(0.05)
-            # When Redis loses everything it held
-            redis.Redis.from_url(private_redis).flushall()
-            flushed_at = time.monotonic()
-            lost = JOBS - count(resources, "completed")
-            # Then every job still completes
-            deadline = time.monotonic() + 180
-            while count(resources, "completed") < JOBS and time.monotonic() < deadline:
-                time.sleep(0.2)
-            print(f"{lost} unfinished jobs recovered {time.monotonic() - flushed_at:.1f}s after the flush")
-            assert count(resources, "completed") == JOBS
-            assert lost > 0
-            # With one point per chunk, none lost or duplicated
-            with resources.db.transaction() as session:
-                chunks = session.scalar(select(func.sum(Job.chunks)))
-                points = session.scalar(select(func.sum(Job.points)))
-            store = resources.vectors
-            collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
-            assert chunks == points == store.client.count(collection, exact=True).count
+    settings = settings.replace(
+        broker_url=private_redis,
+        handoff_stall_s=3,
+        lease_s=3,
+        maintenance_interval_s=0.5,
+        tenant_max_concurrency=0,
+    )
+    with in_process_service(settings, threads=2, maintenance=True) as service:
+        resources = service.resources
+        client: Any = service.app.test_client()
+        key = tenant_key(service.app, "acme")
+        # Given a burst of 100 uploads being processed
+        for n in range(JOBS):
+            # (enough text that no page needs OCR: tesseract is not what this test is about)
+            body = io.BytesIO(text_pdf([f"Burst document number {n}, one of a hundred."]))
+            assert (
+                client.post("/v1/documents", headers=auth(key), data={"file": (body, "b.pdf")}).status_code
+                == 202
+            )
+        deadline = time.monotonic() + 60
+        while count(resources, "completed") < 10 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # When Redis loses everything it held
+        redis.Redis.from_url(private_redis).flushall()
+        flushed_at = time.monotonic()
+        lost = JOBS - count(resources, "completed")
+        # Then every job still completes
+        deadline = time.monotonic() + 180
+        while count(resources, "completed") < JOBS and time.monotonic() < deadline:
+            time.sleep(0.2)
+        print(f"{lost} unfinished jobs recovered {time.monotonic() - flushed_at:.1f}s after the flush")
+        assert count(resources, "completed") == JOBS
+        assert lost > 0
+        # With one point per chunk, none lost or duplicated
+        with resources.db.transaction() as session:
+            chunks = session.scalar(select(func.sum(Job.chunks)))
+            points = session.scalar(select(func.sum(Job.points)))
+        store = resources.vectors
+        collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
+        assert chunks == points == store.client.count(collection, exact=True).count

@@ -12,12 +12,12 @@ from flask import Flask
 
 from gateway.app import create_app
 from shared.callback_urls import CallbackPolicy, check, is_public
-from shared.db import migrate
 from shared.errors import CallbackUrlNotAllowedError, WebhookDeliveryError
 from shared.models import Job
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
+from tests.databases import migrate_database
 from tests.test_gateway_upload import PDF, upload
 
 REFUSED = [
@@ -35,7 +35,7 @@ REFUSED = [
 
 def gateway(tmp_path: Any, **overrides: Any) -> Flask:
     settings = Settings(data_dir=str(tmp_path / "data"), max_upload_mb=1, **overrides)
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     return create_app(settings, publisher=Publisher(make_broker(settings)))
 
 

@@ -14,10 +14,10 @@ from ingest_worker.actors import WORK as ACTOR_WORK
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from shared import jobs, operations
-from shared.db import migrate
 from shared.models import Job, JobStage
 from shared.queue import HALT, STAGES
 from shared.settings import Settings
+from tests.databases import migrate_database
 from tests.inprocess import create_document_job
 from tests.pdfs import text_pdf
 
@@ -36,7 +36,7 @@ def run(res: Resources, job_id: str, stage: str) -> Any:
 
 @pytest.fixture
 def res(settings: Settings) -> Any:
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     resources = Resources(settings)
     resources.storage.put_bytes("doc.pdf", text_pdf(["Cancel me at any boundary. " * 40, "Page two. " * 40]))
     yield resources

@@ -11,11 +11,12 @@ from flask.testing import FlaskClient
 from sqlalchemy import func, select
 
 from gateway.app import create_app
-from shared.db import Database, migrate
+from shared.db import Database
 from shared.models import Document, Job, OutboxMessage
 from shared.queue import QUEUE_INGEST, Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
+from tests.databases import migrate_database
 from tests.pdfs import text_pdf
 
 PDF = text_pdf(["Hello gateway."])
@@ -190,7 +191,7 @@ class CommitCheckingPublisher(Publisher):
 
 def test_the_job_is_committed_before_its_message_can_be_consumed(settings: Settings) -> None:
     # Given a gateway whose publisher checks the database from a separate connection
-    migrate(settings.effective_database_url)
+    migrate_database(settings.effective_database_url)
     db = Database.from_settings(settings)
     publisher = CommitCheckingPublisher(make_broker(settings), db)
     app = create_app(settings, publisher=publisher, db=db)

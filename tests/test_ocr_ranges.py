@@ -204,7 +204,9 @@ def finish(db: Database, job_id: str, part: int) -> bool:
 def test_a_range_whose_worker_is_killed_is_recovered(
     process_settings: Settings, pg_db: Database, tmp_path: Path
 ) -> None:
-    settings = process_settings
+    # The next range, prefetched by the killed worker, comes back when Redis notices the worker is
+    # gone: after 5 s without its heartbeat rather than the service's 15 (a one-page range takes ~1 s)
+    settings = process_settings.replace(redis_heartbeat_timeout_s=5)
     markers = tmp_path / "markers"
     markers.mkdir()
     env = {

@@ -1,5 +1,6 @@
 """End to end on the embedded topology: in-process broker and worker threads, SQLite, a local object
-store, Qdrant local mode and the offline embedder, driven through the gateway as a client would."""
+store and Qdrant local mode, driven through the gateway as a client would. The first test embeds with the
+offline model, as `make run` does; the others, about the pipeline's behaviour, with the fake."""
 
 from __future__ import annotations
 
@@ -37,6 +38,13 @@ def service(settings: Settings) -> Iterator[tuple[Flask, Resources]]:
         yield service.app, service.resources
 
 
+@pytest.fixture
+def real_service(settings: Settings) -> Iterator[tuple[Flask, Resources]]:
+    """The same with the offline model, for the test whose search must understand a paraphrase."""
+    with in_process_service(settings.replace(embedder="local")) as service:
+        yield service.app, service.resources
+
+
 def wait_final(client: Any, location: str, key: str, timeout_s: float = 120) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -53,8 +61,8 @@ def new_key(resources: Resources, name: str = "acme") -> tuple[str, str]:
         return tenant.id, key
 
 
-def test_a_multi_page_pdf_is_ingested_into_qdrant(service: tuple[Flask, Resources]) -> None:
-    app, resources = service
+def test_a_multi_page_pdf_is_ingested_into_qdrant(real_service: tuple[Flask, Resources]) -> None:
+    app, resources = real_service
     client = app.test_client()
     tenant_id, key = new_key(resources)
     # When a client uploads a three-page text PDF

@@ -8,14 +8,14 @@ from typing import Any
 import pytest
 
 from gateway.app import create_app
-from shared.db import migrate
 from shared.settings import Settings
+from tests.databases import migrate_database
 from tests.test_outbox import closed_port
 
 
 def readiness(settings: Settings) -> tuple[int, dict[str, Any]]:
     if not settings.database_url:
-        migrate(settings.effective_database_url)
+        migrate_database(settings.effective_database_url)
     response = create_app(settings).test_client().get("/readyz")
     return response.status_code, response.get_json()
 

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings, child_environment
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
 from tests.inprocess import create_document_job, in_process_service
-from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
@@ -140,22 +138,18 @@ def process_settings(
     redis_url: str,
     broker_namespace: str,
     tmp_path: Path,
-) -> Iterator[Settings]:
+) -> Settings:
     """The production topology for worker processes: PostgreSQL, Redis, a local Qdrant folder owned
-    by the index pool, and a local OpenAI-compatible embeddings server for speed."""
-    with OpenAIServer() as provider:
-        yield settings.replace(
-            database_url=pg_server_url,
-            broker_url=redis_url,
-            broker_namespace=broker_namespace,
-            qdrant_path=str(tmp_path / "qdrant"),
-            embedder="openai",
-            openai_api_key=provider.api_key,
-            openai_base_url=provider.base_url,
-            lease_s=4,
-            handoff_stall_s=5,
-            maintenance_interval_s=0.5,
-        )
+    by the index pool, and the fake embedder (the worker processes import it by name)."""
+    return settings.replace(
+        database_url=pg_server_url,
+        broker_url=redis_url,
+        broker_namespace=broker_namespace,
+        qdrant_path=str(tmp_path / "qdrant"),
+        lease_s=4,
+        handoff_stall_s=5,
+        maintenance_interval_s=0.5,
+    )
 
 
 @pytest.mark.postgres

@@ -1,5 +1,5 @@
 """Reindexing without downtime, end to end on the service wired in-process (real Qdrant local mode,
-the offline embedder, SQLite or PostgreSQL): searches never go empty or mix versions, the flip is
+the tests' fake embedder, SQLite or PostgreSQL): searches never go empty or mix versions, the flip is
 the maintenance loop's, uploads and deletes during a reindex are kept, other tenants untouched."""
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from shared import reindex as reindexes
 from shared.models import Job, JobKind, JobStage
 from shared.queue import QUEUE_BULK_INDEX
 from shared.settings import Settings
+from shared.vectorstore import collection_name
+from tests.fakes import FakeEmbedder
 from tests.inprocess import in_process_service
 from tests.openai_server import OpenAIServer
 from tests.reindexing import (
@@ -32,7 +34,8 @@ from tests.reindexing import (
 
 pytestmark = pytest.mark.slow
 
-LOCAL = "chunks_all_minilm_l6_v2_384"
+# The collection of the embedder the tests' settings name (the fake, at the offline model's 384-d).
+DEFAULT = collection_name("chunks", FakeEmbedder.model_name, FakeEmbedder.dimension)
 
 
 def fast(settings: Settings, **changes: object) -> Settings:
@@ -49,7 +52,7 @@ def test_a_tenant_is_reindexed_while_it_searches_uploads_and_deletes(settings: S
         documents = ingest(client, key, TOPICS[:20])
         other_id, other_key = tenant_with_key(res, "other")
         ingest(client, other_key, TOPICS[20:22])
-        others_before = sorted((p["id"], p["index_version"]) for p in points_of(res, LOCAL, other_id))
+        others_before = sorted((p["id"], p["index_version"]) for p in points_of(res, DEFAULT, other_id))
         admin = {"Authorization": f"Bearer {admin_key(res)}"}
 
         # When an operator reindexes the tenant while it searches without pause, uploads a
@@ -81,7 +84,7 @@ def test_a_tenant_is_reindexed_while_it_searches_uploads_and_deletes(settings: S
             assert len(set(hits)) == len(hits)
         # And every point of the tenant is of the new version (the old ones are gone), the upload
         # made during the reindex is in it and the deleted document is in no version
-        points = points_of(res, LOCAL, tenant_id)
+        points = points_of(res, DEFAULT, tenant_id)
         assert points and {p["index_version"] for p in points} == {2}
         indexed = {p["document_id"] for p in points}
         assert late["document_id"] in indexed and deleted not in indexed
@@ -93,7 +96,9 @@ def test_a_tenant_is_reindexed_while_it_searches_uploads_and_deletes(settings: S
             ).all()
         assert len(recoveries) >= 20 and set(recoveries) == {0}
         # And the other tenant's points are untouched, its searches still answered from version 1
-        assert sorted((p["id"], p["index_version"]) for p in points_of(res, LOCAL, other_id)) == others_before
+        assert (
+            sorted((p["id"], p["index_version"]) for p in points_of(res, DEFAULT, other_id)) == others_before
+        )
         answer = client.get("/v1/search?q=bakeries", headers={"Authorization": f"Bearer {other_key}"})
         assert answer.get_json()["index_version"] == 1 and answer.get_json()["results"]
 
@@ -103,7 +108,7 @@ def test_a_reindex_to_a_model_of_another_dimension_fills_a_new_collection(settin
         configured = fast(settings, openai_base_url=server.base_url, openai_api_key="sk-test")
         with in_process_service(configured, threads=2, maintenance=True) as service:
             client, res = service.app.test_client(), service.resources
-            # Given a tenant whose 3 documents are in the offline model's 384-d collection
+            # Given a tenant whose 3 documents are in the default embedder's 384-d collection
             tenant_id, key = tenant_with_key(res, "acme")
             ingest(client, key, TOPICS[:3])
             admin = {"Authorization": f"Bearer {admin_key(res)}"}
@@ -119,7 +124,7 @@ def test_a_reindex_to_a_model_of_another_dimension_fills_a_new_collection(settin
             assert reindex.status == "flipped", reindex.failures
             new = points_of(res, "chunks_text_embedding_3_small_64", tenant_id)
             assert {p["document_id"] for p in new} and {p["index_version"] for p in new} == {2}
-            assert points_of(res, LOCAL, tenant_id) == []
+            assert points_of(res, DEFAULT, tenant_id) == []
             before = len(server.requests)
             answer = client.get("/v1/search?q=orchards", headers={"Authorization": f"Bearer {key}"})
             assert answer.status_code == 200 and answer.get_json()["results"]
@@ -174,7 +179,7 @@ def test_a_reindex_stopped_half_way_and_run_again_does_not_redo_finished_documen
                 for row in session.scalars(select(JobStage).where(JobStage.job_id.in_(finished)))
             }
         assert after == before
-        assert {p["index_version"] for p in points_of(res, LOCAL, tenant_id)} == {2}
+        assert {p["index_version"] for p in points_of(res, DEFAULT, tenant_id)} == {2}
 
 
 def service_relay_publish(service: object) -> None:
@@ -246,7 +251,7 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
         client, res = service.app.test_client(), service.resources
         tenant_id, key = tenant_with_key(res, "acme")
         ingest(client, key, TOPICS[:3])
-        before = sorted(p["id"] for p in points_of(res, LOCAL, tenant_id))
+        before = sorted(p["id"] for p in points_of(res, DEFAULT, tenant_id))
     # Given a reindex whose jobs all completed, with no maintenance loop to flip it
     with in_process_service(configured, threads=2) as service:
         res = service.resources
@@ -254,7 +259,7 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
             reindexes.start(session, configured, tenant_id)
         service_relay_publish(service)
         wait_completed_reindex_jobs(res, tenant_id, at_least=3)
-        assert {p["index_version"] for p in points_of(res, LOCAL, tenant_id)} == {1, 2}
+        assert {p["index_version"] for p in points_of(res, DEFAULT, tenant_id)} == {1, 2}
 
         # When an admin cancels it, and a worker serving the bulk index queue runs, as the index
         # pool of the split topology does (it alone may open the local Qdrant folder)
@@ -270,7 +275,7 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
         # Then the old version stays active, with exactly its own points, and the new one's are gone
         assert answer.status_code == 200 and answer.get_json()["status"] == "cancelled"
         assert purged and active_version(res, tenant_id) == 1
-        assert sorted(p["id"] for p in points_of(res, LOCAL, tenant_id)) == before
+        assert sorted(p["id"] for p in points_of(res, DEFAULT, tenant_id)) == before
 
 
 def wait_purged(res: Resources, tenant_id: str, timeout_s: float = 30) -> bool:

@@ -31,8 +31,9 @@ TERMINAL = {"completed", "failed", "dead_lettered", "cancelled"}
 
 @pytest.fixture
 def service(settings: Settings) -> Iterator[tuple[Flask, Resources]]:
-    """The embedded process's parts, as deploy/embedded.py wires them, with two worker threads."""
-    with in_process_service(settings, threads=2) as service:
+    """The embedded process's parts, as deploy/embedded.py wires them, with two worker threads and the
+    offline model: retrieval quality is what this file measures."""
+    with in_process_service(settings.replace(embedder="local"), threads=2) as service:
         yield service.app, service.resources
 
 

@@ -32,7 +32,9 @@ POOLS = ("worker-ingest", "worker-index")
 
 @pytest.fixture
 def topology_settings(production_settings: Settings) -> Settings:
+    # The one end-to-end test of the production processes with the offline model, as deployed.
     return production_settings.replace(
+        embedder="local",
         port=closed_port(),
         metrics_port=closed_port(),
         log_json=True,

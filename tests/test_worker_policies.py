@@ -130,7 +130,7 @@ def test_exhausted_retries_dead_letter_the_job_and_a_replay_completes_it(service
     # Given a provider down for longer than the embed stage's retries
     key = tenant_key(service.app, "acme")
     service.provider.fail_next("unavailable", times=FAST_EMBED.max_retries + 1)
-    job_id = service.upload(key, "Down for too long.")["job_id"]
+    job_id = service.upload(key, "Down for too long, then back again.")["job_id"]
     # Then the job is dead-lettered and its message kept
     job = service.wait_final(key, job_id)
     assert job["status"] == "dead_lettered" and job["error"]["code"] == "embedding_unavailable"
@@ -162,7 +162,7 @@ def test_a_stage_over_its_time_limit_is_stopped_and_classified(
     monkeypatch.setitem(actors.STAGE_POLICIES, "embed", (RetryPolicy(0, 100, 100), 300))
     key = tenant_key(service.app, "acme")
     service.provider.fail_next("stall")
-    job = service.wait_final(key, service.upload(key, "Too slow.")["job_id"])
+    job = service.wait_final(key, service.upload(key, "Too slow for the stage time limit.")["job_id"])
     # Then the stage was stopped and the job ended with the `timeout` code
     assert job["status"] == "dead_lettered" and job["error"]["code"] == "timeout"
 
