@@ -71,7 +71,9 @@ class Settings:
 
     # Embeddings.
 
-    # "local" (offline all-MiniLM-L6-v2 on onnxruntime) or "openai".
+    # "local" (offline all-MiniLM-L6-v2 on onnxruntime), "openai", or "package.module:Class" for an
+    # embedder of your own: a class with `from_settings(settings)` and the Embedder protocol (the test
+    # suite uses it for its deterministic fake).
     embedder: str = "local"
     # Chunks sent to the embedder in one batch.
     embed_batch_size: int = 32
