@@ -42,7 +42,7 @@ from ingest_worker.steps import artifact_key, original
 from shared import jobs, outbox, stage_parts
 from shared.errors import JobCancelledError, PermanentError, StaleTransitionError
 from shared.jobs import JobSnapshot
-from shared.models import Job, JobStatus, utcnow
+from shared.models import Job, JobStatus
 from shared.outbox import Relay
 from shared.queue import Publisher, pipeline_of_stage
 
@@ -120,15 +120,7 @@ def run_range(
                 logger.info("job %s: OCR range %s is done or held by a live worker; dropped", job_id, part)
                 return
             if status == S.RETRYING:
-                # The parts' messages stand for the job's hand-off, so the sweeper keeps waiting.
-                jobs.transition(
-                    session,
-                    job_id,
-                    S.RUNNING,
-                    expected=[S.RETRYING],
-                    event="job.resumed",
-                    handed_on_at=utcnow(),
-                )
+                jobs.resume(session, job_id)
         document_id = job.document_id
     if status == S.CANCEL_REQUESTED:
         cancel(res, job_id, on_cancel)
@@ -146,7 +138,7 @@ def run_range(
     except PermanentError as exc:
         logger.info("job %s failed in OCR range %s: %s", job_id, part, exc.code)
         _release(res, job_id, part)
-        end(res, job_id, S.FAILED, exc)
+        end(res, job_id, exc)
         return
     except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
         _release(res, job_id, part)
@@ -191,10 +183,10 @@ def _join(res: Resources, session: Session, job_id: str) -> list[int]:
     final = artifact_key(job_id, "pages-final.json")
     res.storage.put_bytes(final, pages_to_json(with_ocr_text(pages, readings)))
     dropped = dropped_pages(readings)
-    if jobs.finish_stage(session, job_id, STAGE, artifact_key=final, ocr_pages_dropped=dropped) is None:
+    if jobs.advance(session, job_id, STAGE, artifact_key=final, ocr_pages_dropped=dropped) is None:
         logger.info("job %s: OCR done after the job stopped running; not handed on", job_id)
         with contextlib.suppress(StaleTransitionError):
-            jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
+            jobs.cancel(session, job_id)
         return []
     stages = pipeline_of_stage(STAGE)
     following = stages[stages.index(STAGE) + 1]

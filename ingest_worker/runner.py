@@ -83,9 +83,7 @@ def failed_on_stop(session: Any, job: Job, status: JobStatus, settings: Any) -> 
     reason = stop_reason(session, job, settings)
     if reason is None:
         return False
-    jobs.transition(
-        session, job.id, S.FAILED, expected=[status], error_code=reason.code, error_message=reason.message
-    )
+    jobs.fail(session, job.id, reason, seen=status)
     return True
 
 
@@ -155,7 +153,7 @@ def run_stage(
             logger.info("job %s: cancel requested while another worker holds it; left to that worker", job_id)
             return HALT
         if cancelled:
-            jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
+            jobs.cancel(session, job_id)
         else:
             if failed_on_stop(session, job, status, res.settings):
                 return HALT
@@ -167,7 +165,7 @@ def run_stage(
             if not jobs.claim_stage(session, job_id, stage):
                 logger.info("job %s: stage %s already done; handing on", job_id, stage)
                 return None
-            snapshot = jobs.start_stage(session, job_id, stage, lease_s=res.settings.lease_s)
+            snapshot = jobs.start(session, job_id, stage, lease_s=res.settings.lease_s)
     if cancelled:
         on_cancel(res, job_id)
         return HALT
@@ -180,7 +178,7 @@ def run_stage(
         return HALT
     except PermanentError as exc:
         logger.info("job %s failed in %s: %s", job_id, stage, exc.code)
-        end(res, job_id, S.FAILED, exc)
+        end(res, job_id, exc)
         return HALT
     except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
         return retry_or_dead_letter(res, job_id, stage, exc, policy)
@@ -188,9 +186,9 @@ def run_stage(
     if result.in_parts:
         return HALT
     with res.db.transaction() as session:
-        jobs.finish_stage(session, job_id, stage, artifact_key=result.artifact_key, **result.fields)
+        jobs.advance(session, job_id, stage, artifact_key=result.artifact_key, **result.fields)
         if stage == pipeline_of_stage(stage)[-1]:
-            _complete(session, job_id)
+            jobs.complete(session, job_id)
     return None
 
 
@@ -237,42 +235,18 @@ def classify(exc: BaseException) -> IngestError:
     return TransientError("An internal error occurred; the work will be retried.", code="internal_error")
 
 
-def _complete(session: Any, job_id: str) -> None:
-    try:
-        jobs.transition(
-            session,
-            job_id,
-            S.COMPLETED,
-            expected=[S.RUNNING],
-            progress=100,
-            error_code=None,
-            error_message=None,
-        )
-    except StaleTransitionError:
-        # A cancel request arrived during the last stage: the work is done and counted, so the
-        # job completes rather than leaving the request hanging.
-        jobs.transition(session, job_id, S.COMPLETED, expected=[S.CANCEL_REQUESTED], progress=100)
-
-
 def cancel(res: Resources, job_id: str, on_cancel: CancelCleanup) -> None:
     with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
-        jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
+        jobs.cancel(session, job_id)
     on_cancel(res, job_id)
 
 
-def end(res: Resources, job_id: str, to: JobStatus, error: IngestError) -> None:
+def end(res: Resources, job_id: str, error: IngestError) -> None:
     with res.db.transaction() as session:
         try:
-            jobs.transition(
-                session,
-                job_id,
-                to,
-                expected=[S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED],
-                error_code=error.code,
-                error_message=error.message,
-            )
+            jobs.fail(session, job_id, error)
         except StaleTransitionError:
-            logger.info("job %s changed state before it could become %s", job_id, to)
+            logger.info("job %s changed state before it could become %s", job_id, S.FAILED)
 
 
 def _dead_letter(res: Resources, job_id: str, stage: str, error: IngestError, retries: int) -> None:
@@ -280,14 +254,7 @@ def _dead_letter(res: Resources, job_id: str, stage: str, error: IngestError, re
     message = CurrentMessage.get_current_message()
     with res.db.transaction() as session:
         try:
-            snapshot = jobs.transition(
-                session,
-                job_id,
-                S.DEAD_LETTERED,
-                expected=[S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED],
-                error_code=error.code,
-                error_message=error.message,
-            )
+            snapshot = jobs.dead_letter(session, job_id, error)
         except StaleTransitionError:
             logger.info("job %s changed state before it could be dead-lettered", job_id)
             return
@@ -309,11 +276,4 @@ def _dead_letter(res: Resources, job_id: str, stage: str, error: IngestError, re
 
 def _mark_retrying(res: Resources, job_id: str, error: IngestError) -> None:
     with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
-        jobs.transition(
-            session,
-            job_id,
-            S.RETRYING,
-            expected=[S.RUNNING],
-            error_code=error.code,
-            error_message=error.message,
-        )
+        jobs.retry(session, job_id, error)

@@ -27,6 +27,7 @@ from sqlalchemy.orm import Session
 
 from shared import jobs, outbox, stage_parts
 from shared.db import Database
+from shared.errors import TransientError
 from shared.models import Job, JobStatus, OutboxMessage, utcnow
 from shared.settings import Settings
 
@@ -110,14 +111,8 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
 
 def _give_up(session: Session, job: Job) -> None:
     """A job whose worker was lost `max_recoveries` times: dead-lettered rather than resumed again."""
-    jobs.transition(
-        session,
-        job.id,
-        S.DEAD_LETTERED,
-        expected=[S(job.status)],
-        error_code="worker_lost",
-        error_message="The job's worker was lost too many times.",
-    )
+    lost = TransientError("The job's worker was lost too many times.", code="worker_lost")
+    jobs.dead_letter(session, job.id, lost, seen=S(job.status))
     logger.error("job %s dead-lettered after %s recoveries", job.id, job.recoveries)
 
 
