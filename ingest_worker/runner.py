@@ -23,7 +23,7 @@ from sqlalchemy.orm import Session
 from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, retry_or_dead_letter
 from ingest_worker.leases import renewed
 from ingest_worker.resources import Resources
-from shared import jobs
+from shared import job_stages, jobs
 from shared.errors import IngestError, JobCancelledError, PermanentError
 from shared.jobs import ACTIVE, TERMINAL, JobSnapshot
 from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
@@ -205,14 +205,14 @@ class _Stage:
         if job.status == S.RUNNING.value and job.stage == self.stage and _lease_live(job):
             logger.info("job %s: %s is running under a live lease elsewhere; duplicate dropped", job.id, self)
             return Claim.DROP
-        if not jobs.claim_stage(session, job.id, self.stage):
+        if not job_stages.claim_stage(session, job.id, self.stage):
             logger.info("job %s: stage %s already done; handing on", job.id, self)
             return Claim.HAND_ON
         self._snapshot = jobs.start(session, job.id, self.stage, lease_s=res.settings.lease_s)
         return Claim.RUN
 
     def renew(self, session: Session, lease_s: float) -> bool:
-        return jobs.renew_lease(session, self.job_id, self.stage, lease_s=lease_s)
+        return job_stages.renew_lease(session, self.job_id, self.stage, lease_s=lease_s)
 
     def work(self, res: Resources) -> StageResult:
         assert self._snapshot is not None

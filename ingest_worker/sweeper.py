@@ -25,7 +25,7 @@ from typing import Any
 from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.orm import Session
 
-from shared import jobs, outbox, stage_parts
+from shared import job_stages, jobs, outbox, stage_parts
 from shared.db import Database
 from shared.errors import TransientError
 from shared.models import Job, JobStatus, OutboxMessage, utcnow
@@ -101,9 +101,10 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
             if counted and job.recoveries >= settings.max_recoveries:
                 _give_up(session, job)
                 continue
-            if not jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at, counted=counted):
+            seen_at = job.updated_at
+            if not job_stages.mark_recovered(session, job.id, expected_updated_at=seen_at, counted=counted):
                 continue
-            outbox.add_message(session, job.id, jobs.resume_stage(session, job))
+            outbox.add_message(session, job.id, job_stages.resume_stage(session, job))
             logger.warning("job %s (%s, stage %s) resumed by the sweeper", job.id, job.status, job.stage)
             resumed += 1
     return resumed + _recover_parts(db, settings)
@@ -129,7 +130,7 @@ def _recover_parts(db: Database, settings: Settings) -> int:
             if job.recoveries >= settings.max_recoveries:
                 _give_up(session, job)
                 continue
-            jobs.count_recovery(session, job.id)
+            job_stages.count_recovery(session, job.id)
             outbox.add_message(session, job.id, part.stage, part=part.part)
             logger.warning("job %s: part %s of %s given back by the sweeper", job.id, part.part, part.stage)
             recovered += 1

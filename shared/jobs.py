@@ -25,17 +25,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import case, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
 from shared import webhooks
 from shared.errors import IngestError, StaleTransitionError
 from shared.models import Job, JobEvent, JobKind, JobStage, JobStatus, StageStatus, utcnow
-from shared.queue import STAGES, pipeline_of_stage, stages_of
+from shared.queue import pipeline_of_stage
 
 S = JobStatus
 
@@ -297,33 +296,6 @@ def get_job(session: Session, job_id: str, *, tenant_id: str | None = None) -> J
     return session.scalars(stmt).first()
 
 
-def _stage_insert(session: Session) -> Any:
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-
-
-def claim_stage(session: Session, job_id: str, stage: str) -> bool:
-    """Mark `stage` running for this delivery; False when the stage is already done.
-
-    An upsert whose update only applies to a stage that is not done, so a redelivered or
-    retried message can never redo finished work.
-    """
-    insert = _stage_insert(session)
-    now = utcnow()
-    stmt = insert(JobStage).values(
-        job_id=job_id, stage=stage, status=StageStatus.RUNNING.value, attempts=1, started_at=now
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[JobStage.job_id, JobStage.stage],
-        set_={
-            "status": StageStatus.RUNNING.value,
-            "attempts": JobStage.attempts + 1,
-            "started_at": now,
-        },
-        where=JobStage.status != StageStatus.DONE.value,
-    ).returning(JobStage.attempts)
-    return session.execute(stmt).first() is not None
-
-
 def start(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> JobSnapshot:
     """The job enters `stage` (running) under a lease; the first stage of a queued job emits
     `job.started`, the first after a retry `job.resumed`."""
@@ -385,25 +357,6 @@ def advance(
     return snapshot
 
 
-def renew_lease(session: Session, job_id: str, stage: str, *, lease_s: float) -> bool:
-    """Extend the lease of the worker running `stage`; False once the job has moved on.
-
-    Not a transition: the status does not change, so `seq` does not move and no event is written.
-    """
-    result = session.execute(
-        update(Job)
-        .where(
-            Job.id == job_id,
-            Job.status.in_([S.RUNNING.value, S.CANCEL_REQUESTED.value]),
-            Job.stage == stage,
-            Job.lease_expires_at.is_not(None),
-        )
-        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
-        .execution_options(synchronize_session=False)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
 def record_hand_off(session: Session, job_id: str) -> None:
     """The job's next stage message is in the broker (not a transition: no `seq`, no event)."""
     session.execute(
@@ -425,44 +378,6 @@ def await_parts(session: Session, job_id: str) -> None:
     )
 
 
-def count_recovery(session: Session, job_id: str) -> None:
-    """One more recovery of the job (a lost part of a stage given back); the status is unchanged."""
-    session.execute(
-        update(Job)
-        .where(Job.id == job_id)
-        .values(recoveries=Job.recoveries + 1)
-        .execution_options(synchronize_session=False)
-    )
-
-
-def mark_recovered(
-    session: Session, job_id: str, *, expected_updated_at: datetime, counted: bool = True
-) -> bool:
-    """Note that a job whose worker or message was lost is being resumed, if nobody touched it
-    since the sweeper looked (compare-and-set on `updated_at`); the status does not change.
-    `counted` recoveries add up towards dead-lettering."""
-    result = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.updated_at == expected_updated_at)
-        .values(
-            recoveries=Job.recoveries + (1 if counted else 0),
-            lease_expires_at=None,
-            handed_on_at=None,
-            updated_at=utcnow(),
-        )
-        .execution_options(synchronize_session=False)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
-def resume_stage(session: Session, job: Job) -> str:
-    """The first stage of the job's pipeline that has not finished: where a retry, a replay or a
-    recovery starts (the last stage when all are done, so the job still completes)."""
-    done = set(done_stages(session, job.id))
-    pipeline = stages_of(job.kind)
-    return next((s for s in pipeline if s not in done), pipeline[-1])
-
-
 def latest_job_of_document(session: Session, document_id: str) -> Job | None:
     """The document's latest upload or delete job (reindex jobs are the operator's, not the client's)."""
     return session.scalars(
@@ -470,12 +385,3 @@ def latest_job_of_document(session: Session, document_id: str) -> Job | None:
         .where(Job.document_id == document_id, Job.kind != JobKind.REINDEX.value)
         .order_by(Job.created_at.desc())
     ).first()
-
-
-def done_stages(session: Session, job_id: str) -> list[str]:
-    """Stages of the job that have finished, in pipeline order."""
-    rows = session.scalars(
-        select(JobStage.stage).where(JobStage.job_id == job_id, JobStage.status == StageStatus.DONE.value)
-    ).all()
-    done = set(rows)
-    return [s for s in (*STAGES, *sorted(done - set(STAGES))) if s in done]

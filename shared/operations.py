@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from shared import jobs, outbox
+from shared import job_stages, jobs, outbox
 from shared.errors import ConflictError, StorageQuotaExceededError, TooManyActiveJobsError
 from shared.jobs import ACTIVE, TERMINAL
 from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, utcnow
@@ -100,7 +100,7 @@ def retry_job(session: Session, job: Job) -> Job:
     document = session.get(Document, job.document_id)
     if document is None or document.deleted_at is not None:
         raise ConflictError("The job's document has been deleted.", code="document_deleted")
-    resume_at = jobs.resume_stage(session, job)
+    resume_at = job_stages.resume_stage(session, job)
     jobs.requeue(session, job.id, seen=status)
     outbox.add_message(session, job.id, resume_at)
     session.execute(

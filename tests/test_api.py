@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from shared import jobs
+from shared import job_stages, jobs
 from shared.errors import PermanentError
 from shared.models import Job, JobStatus, OutboxMessage
 from tests.conftest import admin_key, auth, tenant_key
@@ -159,7 +159,7 @@ def test_retry_requeues_a_failed_job_from_its_unfinished_stage(app: Any, client:
     job_id = upload(client, key, (pdf(1), "a.pdf")).get_json()["job_id"]
     db = app.extensions["ingest"].db
     with db.transaction() as session:  # validate finished, extract failed
-        jobs.claim_stage(session, job_id, "validate")
+        job_stages.claim_stage(session, job_id, "validate")
         jobs.start(session, job_id, "validate")
     with db.transaction() as session:
         jobs.advance(session, job_id, "validate", pages=1)

@@ -8,7 +8,7 @@ import pytest
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from shared import jobs
+from shared import job_stages, jobs
 from shared.db import Database
 from shared.errors import PermanentError, StaleTransitionError
 from shared.models import Document, Job, JobEvent, JobStatus
@@ -200,17 +200,17 @@ def test_a_finished_stage_is_never_claimed_again(any_db: Database) -> None:
     # Given a stage that ran and finished
     job_id = new_job(any_db)
     with any_db.transaction() as session:
-        assert jobs.claim_stage(session, job_id, "validate") is True
+        assert job_stages.claim_stage(session, job_id, "validate") is True
         jobs.start(session, job_id, "validate")
     with any_db.transaction() as session:
         jobs.advance(session, job_id, "validate", pages=3)
     # When the same stage message is delivered again
     with any_db.transaction() as session:
-        claimed = jobs.claim_stage(session, job_id, "validate")
+        claimed = job_stages.claim_stage(session, job_id, "validate")
     # Then it is not claimed, and the stage counts as done
     assert claimed is False
     with any_db.transaction() as session:
-        assert jobs.done_stages(session, job_id) == ["validate"]
+        assert job_stages.done_stages(session, job_id) == ["validate"]
         job = session.get(Job, job_id)
         assert job is not None and job.pages == 3 and job.progress == jobs.stage_progress("validate")
 
@@ -219,10 +219,10 @@ def test_an_unfinished_stage_can_be_claimed_again_and_counts_attempts(any_db: Da
     # Given a stage whose first attempt died without finishing
     job_id = new_job(any_db)
     with any_db.transaction() as session:
-        assert jobs.claim_stage(session, job_id, "extract")
+        assert job_stages.claim_stage(session, job_id, "extract")
     # When it is delivered again, then it is claimed again
     with any_db.transaction() as session:
-        assert jobs.claim_stage(session, job_id, "extract")
+        assert job_stages.claim_stage(session, job_id, "extract")
         from shared.models import JobStage
 
         stage = session.get(JobStage, (job_id, "extract"))
