@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from ingest_worker.reindexer import advance_reindexes
 from ingest_worker.sweeper import BrokerEpoch, sweep
-from shared import jobs, outbox, webhooks
+from shared import job_stages, outbox, webhooks
 from shared.db import Database
 from shared.jobs import ACTIVE
 from shared.models import Job, OutboxMessage
@@ -101,8 +101,8 @@ def requeue_unfinished(db: Database) -> int:
             if job.id in pending:
                 continue
             # Whatever lease it held belonged to the process that stopped.
-            jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at)
-            outbox.add_message(session, job.id, jobs.resume_stage(session, job))
+            job_stages.mark_recovered(session, job.id, expected_updated_at=job.updated_at)
+            outbox.add_message(session, job.id, job_stages.resume_stage(session, job))
             count += 1
     return count
 

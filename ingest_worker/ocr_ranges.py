@@ -12,10 +12,8 @@ from __future__ import annotations
 import contextlib
 import logging
 
-from dramatiq.middleware.time_limit import TimeLimitExceeded
 from sqlalchemy.orm import Session
 
-from ingest_worker.leases import renewed
 from ingest_worker.middleware.current_broker import current_broker
 from ingest_worker.ocr_reading import (
     document_languages,
@@ -28,21 +26,19 @@ from ingest_worker.ocr_reading import (
 from ingest_worker.resources import Resources
 from ingest_worker.runner import (
     CancelCleanup,
+    Claim,
     RetryPolicy,
     StageResult,
-    cancel,
     check_not_cancelled,
-    end,
-    failed_on_stop,
-    retry_or_dead_letter,
+    run,
 )
 from ingest_worker.stages.models import pages_from_json, pages_to_json
 from ingest_worker.stages.ocr_confidence import PageReading
 from ingest_worker.steps import artifact_key, original
 from shared import jobs, outbox, stage_parts
-from shared.errors import JobCancelledError, PermanentError, StaleTransitionError
-from shared.jobs import JobSnapshot
-from shared.models import Job, JobStatus, utcnow
+from shared.errors import StaleTransitionError
+from shared.jobs import ACTIVE, JobSnapshot
+from shared.models import Job, JobStatus
 from shared.outbox import Relay
 from shared.queue import Publisher, pipeline_of_stage
 
@@ -50,10 +46,6 @@ logger = logging.getLogger(__name__)
 
 S = JobStatus
 STAGE = "ocr"
-
-
-class JobEndedError(Exception):
-    """The job ended (another range failed it) while this range ran: stop without a trace."""
 
 
 def ocr(res: Resources, job: JobSnapshot) -> StageResult:
@@ -101,61 +93,54 @@ def _publish(res: Resources, ids: list[int]) -> None:
         relay.publish(ids)
 
 
+class _Range:
+    """One page range of a job's OCR as a unit of work: it holds a lease of its own, and the last
+    range to finish hands the job on."""
+
+    stage = STAGE
+    # Not queued: a job queued again for a retry fans out again and publishes what is left.
+    runs_in = ACTIVE - {S.QUEUED}
+
+    def __init__(self, job_id: str, part: int) -> None:
+        self.job_id, self.part = job_id, part
+        self._pages: list[int] = []
+        self._document_id = ""
+
+    def __str__(self) -> str:
+        return f"OCR range {self.part}"
+
+    def claim(self, res: Resources, session: Session, job: Job) -> Claim:
+        wanted = stage_parts.claim_part(session, job.id, STAGE, self.part, lease_s=res.settings.lease_s)
+        if wanted is None:
+            logger.info("job %s: %s is done or held by a live worker; dropped", job.id, self)
+            return Claim.DROP
+        if job.status == S.RETRYING.value:
+            jobs.resume(session, job.id)
+        self._pages, self._document_id = wanted, job.document_id
+        return Claim.RUN
+
+    def renew(self, session: Session, lease_s: float) -> bool:
+        return stage_parts.renew_part(session, self.job_id, STAGE, self.part, lease_s=lease_s)
+
+    def work(self, res: Resources) -> str:
+        return _read_range(res, self.job_id, self._document_id, self.part, self._pages)
+
+    def release(self, res: Resources) -> None:
+        with res.db.transaction() as session:
+            stage_parts.release_part(session, self.job_id, STAGE, self.part)
+
+    def finish(self, res: Resources, key: str) -> None:
+        with res.db.transaction() as session:
+            last = stage_parts.finish_part(session, self.job_id, STAGE, self.part, artifact_key=key)
+            ids = _join(res, session, self.job_id) if last else []
+        _publish(res, ids)
+
+
 def run_range(
     res: Resources, job_id: str, part: int, *, policy: RetryPolicy, on_cancel: CancelCleanup
 ) -> None:
     """Run one range of a job's OCR; the last range to finish hands the job on."""
-    with res.db.transaction() as session:
-        job = session.get(Job, job_id)
-        status = S(job.status) if job is not None else None
-        if job is None or status not in (S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED):
-            # Final, or queued again for a retry whose fan-out publishes what is left.
-            logger.info("job %s is %s; OCR range %s not run", job_id, status, part)
-            return
-        if status != S.CANCEL_REQUESTED:
-            if failed_on_stop(session, job, status, res.settings):
-                return
-            wanted = stage_parts.claim_part(session, job_id, STAGE, part, lease_s=res.settings.lease_s)
-            if wanted is None:
-                logger.info("job %s: OCR range %s is done or held by a live worker; dropped", job_id, part)
-                return
-            if status == S.RETRYING:
-                # The parts' messages stand for the job's hand-off, so the sweeper keeps waiting.
-                jobs.transition(
-                    session,
-                    job_id,
-                    S.RUNNING,
-                    expected=[S.RETRYING],
-                    event="job.resumed",
-                    handed_on_at=utcnow(),
-                )
-        document_id = job.document_id
-    if status == S.CANCEL_REQUESTED:
-        cancel(res, job_id, on_cancel)
-        return
-    try:
-        with _range_lease(res, job_id, part):
-            key = _read_range(res, job_id, document_id, part, wanted)
-    except JobCancelledError:
-        _release(res, job_id, part)
-        cancel(res, job_id, on_cancel)
-        return
-    except JobEndedError:
-        _release(res, job_id, part)
-        return
-    except PermanentError as exc:
-        logger.info("job %s failed in OCR range %s: %s", job_id, part, exc.code)
-        _release(res, job_id, part)
-        end(res, job_id, S.FAILED, exc)
-        return
-    except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
-        _release(res, job_id, part)
-        retry_or_dead_letter(res, job_id, STAGE, exc, policy)
-        return
-    with res.db.transaction() as session:
-        last = stage_parts.finish_part(session, job_id, STAGE, part, artifact_key=key)
-        ids = _join(res, session, job_id) if last else []
-    _publish(res, ids)
+    run(res, _Range(job_id, part), policy=policy, on_cancel=on_cancel)
 
 
 def _read_range(res: Resources, job_id: str, document_id: str, part: int, wanted: list[int]) -> str:
@@ -163,20 +148,12 @@ def _read_range(res: Resources, job_id: str, document_id: str, part: int, wanted
     if res.storage.exists(key):
         # An earlier attempt read the range and stopped before recording it.
         return key
-
-    def check() -> None:
-        with res.db.transaction() as session:
-            job = session.get(Job, job_id)
-            status = S(job.status) if job is not None else S.CANCELLED
-        if status in (S.CANCEL_REQUESTED, S.CANCELLED):
-            raise JobCancelledError()
-        if status in jobs.TERMINAL:
-            raise JobEndedError()
-
     with res.db.transaction() as session:
         languages = document_languages(session, document_id, res.settings)
     with original(res, document_id) as path:
-        readings = read_pages(res, path, wanted, languages=languages, check=check)
+        readings = read_pages(
+            res, path, wanted, languages=languages, check=lambda: check_not_cancelled(res, job_id, ended=True)
+        )
     res.storage.put_bytes(key, readings_to_json(readings))
     return key
 
@@ -191,28 +168,12 @@ def _join(res: Resources, session: Session, job_id: str) -> list[int]:
     final = artifact_key(job_id, "pages-final.json")
     res.storage.put_bytes(final, pages_to_json(with_ocr_text(pages, readings)))
     dropped = dropped_pages(readings)
-    if jobs.finish_stage(session, job_id, STAGE, artifact_key=final, ocr_pages_dropped=dropped) is None:
+    if jobs.advance(session, job_id, STAGE, artifact_key=final, ocr_pages_dropped=dropped) is None:
         logger.info("job %s: OCR done after the job stopped running; not handed on", job_id)
         with contextlib.suppress(StaleTransitionError):
-            jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
+            jobs.cancel(session, job_id)
         return []
     stages = pipeline_of_stage(STAGE)
     following = stages[stages.index(STAGE) + 1]
     logger.info("job %s: last OCR range done; handing on to %s", job_id, following)
     return [outbox.add_message(session, job_id, following).id]
-
-
-def _release(res: Resources, job_id: str, part: int) -> None:
-    with res.db.transaction() as session:
-        stage_parts.release_part(session, job_id, STAGE, part)
-
-
-def _range_lease(res: Resources, job_id: str, part: int) -> contextlib.AbstractContextManager[None]:
-    """Renew the range's lease while it runs, so the sweeper knows its worker lives."""
-    lease_s = res.settings.lease_s
-
-    def renew() -> bool:
-        with res.db.transaction() as session:
-            return stage_parts.renew_part(session, job_id, STAGE, part, lease_s=lease_s)
-
-    return renewed(renew, every_s=lease_s / 3, what=f"job {job_id} OCR range {part}")

@@ -1,47 +1,179 @@
-"""Runs one stage of one job: the state checks and transitions around a stage's work.
+"""The one runner for a unit of work, a whole stage or one part of a stage: claim, lease, stop checks,
+run, finish, and one classification of failures.
 
-Each transition is its own short transaction; none is held open while the work runs. A stage that
-is already done is not redone (the pipeline simply carries on); a job that is final stops the
-pipeline; a cancel request, a suspended tenant or a job past its deadline stop it at the stage
-boundary. Errors are classified once, here: a `PermanentError` fails the job at once; anything else
-is retried with capped, fully jittered backoff (a provider's Retry-After is honoured), and the last
-attempt dead-letters the job with a `dead_letters` row that keeps the message for a replay.
+Each transition is its own short transaction; none is held open while the work runs. A unit whose
+job is final is not run; a cancel request, a suspended tenant or a job past its deadline stop it at
+the boundary; a unit that is already done or held by a live worker is dropped (a whole stage that is
+done simply hands the job on). Failures are classified once, in `failures.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
-import dramatiq
-from dramatiq.middleware import CurrentMessage
 from dramatiq.middleware.time_limit import TimeLimitExceeded
+from sqlalchemy.orm import Session
 
+from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, retry_or_dead_letter
 from ingest_worker.leases import renewed
 from ingest_worker.resources import Resources
-from ingest_worker.retry_policy import backoff_ms
-from shared import jobs
-from shared.errors import (
-    IngestError,
-    JobCancelledError,
-    PermanentError,
-    ProcessingTimeoutError,
-    StaleTransitionError,
-    StorageUnavailableError,
-    TransientError,
-    VectorStoreUnavailableError,
-)
-from shared.jobs import TERMINAL, JobSnapshot
-from shared.models import DeadLetter, Job, JobStatus, Tenant, TenantStatus, utcnow
+from shared import job_stages, jobs
+from shared.errors import IngestError, JobCancelledError, PermanentError
+from shared.jobs import ACTIVE, TERMINAL, JobSnapshot
+from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
 from shared.queue import HALT, pipeline_of_stage
 
 logger = logging.getLogger(__name__)
 
 S = JobStatus
+
+
+class JobEndedError(Exception):
+    """The job ended (another part failed it) while this unit ran: stop without a trace."""
+
+
+class Claim(enum.Enum):
+    """What a unit's claim found: run it, drop the message, or hand the job on (the stage is done)."""
+
+    RUN = "run"
+    DROP = "drop"
+    HAND_ON = "hand_on"
+
+
+class Unit(Protocol):
+    """A unit of work of one job: what differs between a whole stage and one part of a stage."""
+
+    job_id: str
+    stage: str
+    # The job states in which the unit's message runs (or honours a cancel request).
+    runs_in: frozenset[JobStatus]
+
+    def __str__(self) -> str: ...
+
+    def claim(self, res: Resources, session: Session, job: Job) -> Claim:
+        """Take the unit for this delivery, in the runner's transaction."""
+
+    def renew(self, session: Session, lease_s: float) -> bool:
+        """Extend the unit's lease; False once it is no longer held."""
+
+    def work(self, res: Resources) -> Any:
+        """The work itself, outside any transaction."""
+
+    def release(self, res: Resources) -> None:
+        """Give the unit back when its work stopped without finishing."""
+
+    def finish(self, res: Resources, result: Any) -> str | None:
+        """Record the work done; HALT to stop the pipeline, None to hand the job on."""
+
+
+def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCleanup) -> str | None:
+    """Run `unit`; returns HALT to stop the pipeline, None to hand the job on."""
+    with res.db.transaction() as session:
+        job = session.get(Job, unit.job_id)
+        if job is None:
+            logger.error("job %s does not exist; dropping its %s message", unit.job_id, unit)
+            return HALT
+        status = S(job.status)
+        if status not in unit.runs_in:
+            # Final, or (for a part) queued again for a retry that publishes what is left.
+            logger.info("job %s is %s; %s not run", unit.job_id, status, unit)
+            return HALT
+        cancelled = status == S.CANCEL_REQUESTED
+        if cancelled and _lease_live(job):
+            # A worker is still inside a stage of this job; it stops at its next check and cancels.
+            logger.info("job %s: cancel requested while another worker holds it; left to that worker", job.id)
+            return HALT
+        if cancelled:
+            jobs.cancel(session, unit.job_id)
+        else:
+            if failed_on_stop(session, job, status, res.settings):
+                return HALT
+            claim = unit.claim(res, session, job)
+            if claim is not Claim.RUN:
+                return HALT if claim is Claim.DROP else None
+    if cancelled:
+        on_cancel(res, unit.job_id)
+        return HALT
+    try:
+        with _lease(res, unit):
+            result = unit.work(res)
+    except JobCancelledError:
+        unit.release(res)
+        cancel(res, unit.job_id, on_cancel)
+        return HALT
+    except JobEndedError:
+        unit.release(res)
+        return HALT
+    except PermanentError as exc:
+        logger.info("job %s failed in %s: %s", unit.job_id, unit, exc.code)
+        unit.release(res)
+        fail(res, unit.job_id, exc)
+        return HALT
+    except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
+        unit.release(res)
+        return retry_or_dead_letter(res, unit.job_id, unit.stage, exc, policy)
+    return unit.finish(res, result)
+
+
+# --- Stop checks and leases ---------------------------------------------------------------------
+
+
+def failed_on_stop(session: Session, job: Job, status: JobStatus, settings: Any) -> bool:
+    """Fail the job, in the caller's transaction, when `stop_reason` says it must stop; whether it did."""
+    reason = stop_reason(session, job, settings)
+    if reason is None:
+        return False
+    jobs.fail(session, job.id, reason, seen=status)
+    return True
+
+
+def stop_reason(session: Session, job: Job, settings: Any) -> IngestError | None:
+    """Why a job that is still active must not start its next unit, if it must not."""
+    tenant = session.get(Tenant, job.tenant_id)
+    if tenant is not None and tenant.status == TenantStatus.SUSPENDED.value:
+        return PermanentError("The tenant was suspended while the job ran.", code="tenant_suspended")
+    if job.started_at is not None:
+        budget = settings.job_deadline_base_s + settings.job_deadline_per_page_s * job.pages
+        if utcnow() - job.started_at > timedelta(seconds=budget):
+            return PermanentError("The job ran past its deadline.", code="timeout")
+    return None
+
+
+def check_not_cancelled(res: Resources, job_id: str, *, ended: bool = False) -> None:
+    """Raise `JobCancelledError` when the job was asked to stop (or is gone), and with `ended`
+    `JobEndedError` once it is final: called between batches of a long unit, so a cancel does not
+    wait for the whole unit."""
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        status = S(job.status) if job is not None else S.CANCELLED
+    if status in (S.CANCEL_REQUESTED, S.CANCELLED):
+        raise JobCancelledError()
+    if ended and status in TERMINAL:
+        raise JobEndedError()
+
+
+def _lease_live(job: Job) -> bool:
+    return job.lease_expires_at is not None and job.lease_expires_at > utcnow()
+
+
+def _lease(res: Resources, unit: Unit) -> contextlib.AbstractContextManager[None]:
+    """Renew the unit's lease while it runs, so the maintenance loop knows this worker lives."""
+    lease_s = res.settings.lease_s
+
+    def renew() -> bool:
+        with res.db.transaction() as session:
+            return unit.renew(session, lease_s)
+
+    return renewed(renew, every_s=lease_s / 3, what=f"job {unit.job_id} {unit}")
+
+
+# --- A whole stage ------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -54,266 +186,53 @@ class StageResult:
     in_parts: bool = False
 
 
-@dataclass(frozen=True)
-class RetryPolicy:
-    max_retries: int
-    min_backoff_ms: int
-    max_backoff_ms: int
-    # Retries while a service we run (object storage, the vector store) is unavailable: the input is
-    # not at fault, so the job waits out the outage (within its deadline) instead of dead-lettering
-    # after the few retries meant for errors of its own.
-    outage_retries: int = 20
-
-
-# The errors that say a service we run is down, not that something is wrong with the job.
-OUTAGES = (StorageUnavailableError, VectorStoreUnavailableError)
-
-
 StageWork = Callable[[Resources, JobSnapshot], StageResult]
-CancelCleanup = Callable[[Resources, str], None]
 
 
-def _current_retries() -> int:
-    message = CurrentMessage.get_current_message()
-    return int(message.options.get("retries", 0)) if message is not None else 0
+class _Stage:
+    """A whole stage of a job as a unit of work; a stage that is already done is not redone."""
 
+    runs_in = ACTIVE
 
-def failed_on_stop(session: Any, job: Job, status: JobStatus, settings: Any) -> bool:
-    """Fail the job, in the caller's transaction, when `stop_reason` says it must stop; whether it did."""
-    reason = stop_reason(session, job, settings)
-    if reason is None:
-        return False
-    jobs.transition(
-        session, job.id, S.FAILED, expected=[status], error_code=reason.code, error_message=reason.message
-    )
-    return True
+    def __init__(self, job_id: str, stage: str, work: StageWork) -> None:
+        self.job_id, self.stage, self._work = job_id, stage, work
+        self._snapshot: JobSnapshot | None = None
 
+    def __str__(self) -> str:
+        return self.stage
 
-def stop_reason(session: Any, job: Job, settings: Any) -> IngestError | None:
-    """Why a job that is still active must not start its next stage, if it must not."""
-    tenant = session.get(Tenant, job.tenant_id)
-    if tenant is not None and tenant.status == TenantStatus.SUSPENDED.value:
-        return PermanentError("The tenant was suspended while the job ran.", code="tenant_suspended")
-    if job.started_at is not None:
-        budget = settings.job_deadline_base_s + settings.job_deadline_per_page_s * job.pages
-        if utcnow() - job.started_at > timedelta(seconds=budget):
-            return PermanentError("The job ran past its deadline.", code="timeout")
-    return None
+    def claim(self, res: Resources, session: Session, job: Job) -> Claim:
+        if job.status == S.RUNNING.value and job.stage == self.stage and _lease_live(job):
+            logger.info("job %s: %s is running under a live lease elsewhere; duplicate dropped", job.id, self)
+            return Claim.DROP
+        if not job_stages.claim_stage(session, job.id, self.stage):
+            logger.info("job %s: stage %s already done; handing on", job.id, self)
+            return Claim.HAND_ON
+        self._snapshot = jobs.start(session, job.id, self.stage, lease_s=res.settings.lease_s)
+        return Claim.RUN
 
+    def renew(self, session: Session, lease_s: float) -> bool:
+        return job_stages.renew_lease(session, self.job_id, self.stage, lease_s=lease_s)
 
-def _lease_live(job: Job) -> bool:
-    return job.lease_expires_at is not None and job.lease_expires_at > utcnow()
+    def work(self, res: Resources) -> StageResult:
+        assert self._snapshot is not None
+        return self._work(res, self._snapshot)
 
+    def release(self, res: Resources) -> None:
+        """Nothing to give back: the job's lease goes with its next transition."""
 
-def _held_by_another_worker(job: Job, stage: str) -> bool:
-    """A duplicate delivery of a stage that a live worker is running right now."""
-    return job.status == S.RUNNING.value and job.stage == stage and _lease_live(job)
-
-
-def _lease(res: Resources, job_id: str, stage: str) -> contextlib.AbstractContextManager[None]:
-    """Renew the job's lease while the stage runs, so the maintenance loop knows this worker lives."""
-    lease_s = res.settings.lease_s
-
-    def renew() -> bool:
+    def finish(self, res: Resources, result: StageResult) -> str | None:
+        if result.in_parts:
+            return HALT
         with res.db.transaction() as session:
-            return jobs.renew_lease(session, job_id, stage, lease_s=lease_s)
-
-    return renewed(renew, every_s=lease_s / 3, what=f"job {job_id} {stage}")
-
-
-def check_not_cancelled(res: Resources, job_id: str) -> None:
-    """Raise `JobCancelledError` when the job was asked to stop: called between batches of a long
-    stage, so a cancel does not wait for the whole stage."""
-    with res.db.transaction() as session:
-        job = session.get(Job, job_id)
-        if job is None or job.status in (S.CANCEL_REQUESTED.value, S.CANCELLED.value):
-            raise JobCancelledError()
+            jobs.advance(session, self.job_id, self.stage, artifact_key=result.artifact_key, **result.fields)
+            if self.stage == pipeline_of_stage(self.stage)[-1]:
+                jobs.complete(session, self.job_id)
+        return None
 
 
 def run_stage(
-    res: Resources,
-    job_id: str,
-    stage: str,
-    work: StageWork,
-    *,
-    policy: RetryPolicy,
-    on_cancel: CancelCleanup,
+    res: Resources, job_id: str, stage: str, work: StageWork, *, policy: RetryPolicy, on_cancel: CancelCleanup
 ) -> str | None:
     """Run `stage` of `job_id`; returns HALT to stop the pipeline, None to hand the job on."""
-    with res.db.transaction() as session:
-        job = session.get(Job, job_id)
-        if job is None:
-            logger.error("job %s does not exist; dropping its %s message", job_id, stage)
-            return HALT
-        status = JobStatus(job.status)
-        if status in TERMINAL:
-            logger.info("job %s is %s; %s not run", job_id, status, stage)
-            return HALT
-        cancelled = status == S.CANCEL_REQUESTED
-        if cancelled and _lease_live(job):
-            # A worker is still inside a stage of this job; it stops at its next check and cancels.
-            logger.info("job %s: cancel requested while another worker holds it; left to that worker", job_id)
-            return HALT
-        if cancelled:
-            jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
-        else:
-            if failed_on_stop(session, job, status, res.settings):
-                return HALT
-            if _held_by_another_worker(job, stage):
-                logger.info(
-                    "job %s: %s is running under a live lease elsewhere; duplicate dropped", job_id, stage
-                )
-                return HALT
-            if not jobs.claim_stage(session, job_id, stage):
-                logger.info("job %s: stage %s already done; handing on", job_id, stage)
-                return None
-            snapshot = jobs.start_stage(session, job_id, stage, lease_s=res.settings.lease_s)
-    if cancelled:
-        on_cancel(res, job_id)
-        return HALT
-
-    try:
-        with _lease(res, job_id, stage):
-            result = work(res, snapshot)
-    except JobCancelledError:
-        cancel(res, job_id, on_cancel)
-        return HALT
-    except PermanentError as exc:
-        logger.info("job %s failed in %s: %s", job_id, stage, exc.code)
-        end(res, job_id, S.FAILED, exc)
-        return HALT
-    except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
-        return retry_or_dead_letter(res, job_id, stage, exc, policy)
-
-    if result.in_parts:
-        return HALT
-    with res.db.transaction() as session:
-        jobs.finish_stage(session, job_id, stage, artifact_key=result.artifact_key, **result.fields)
-        if stage == pipeline_of_stage(stage)[-1]:
-            _complete(session, job_id)
-    return None
-
-
-def retry_or_dead_letter(
-    res: Resources, job_id: str, stage: str, exc: BaseException, policy: RetryPolicy
-) -> str:
-    """A transient failure: raise `dramatiq.Retry` with backoff, or dead-letter on the last attempt."""
-    error = classify(exc)
-    retries = _current_retries()
-    limit = max(policy.max_retries, policy.outage_retries if isinstance(error, OUTAGES) else 0)
-    if retries >= limit:
-        logger.error("job %s: %s failed on its last attempt (%s)", job_id, stage, error.code, exc_info=exc)
-        _dead_letter(res, job_id, stage, error, retries)
-        return HALT
-    delay = backoff_ms(
-        retries,
-        min_ms=policy.min_backoff_ms,
-        max_ms=policy.max_backoff_ms,
-        retry_after_s=getattr(error, "retry_after_s", None),
-    )
-    logger.warning(
-        "job %s: %s failed (%s); retry %s in %s ms",
-        job_id,
-        stage,
-        error.code,
-        retries + 1,
-        delay,
-        exc_info=exc,
-    )
-    _mark_retrying(res, job_id, error)
-    message = CurrentMessage.get_current_message()
-    if message is not None:
-        # Dramatiq's Retries middleware would stop at the actor's own count.
-        message.options["max_retries"] = limit
-    raise dramatiq.Retry(error.code, delay=delay) from exc
-
-
-def classify(exc: BaseException) -> IngestError:
-    """Any failure as one of ours: a time limit is a `timeout`, an unknown error is internal."""
-    if isinstance(exc, IngestError):
-        return exc
-    if isinstance(exc, TimeLimitExceeded):
-        return ProcessingTimeoutError()
-    return TransientError("An internal error occurred; the work will be retried.", code="internal_error")
-
-
-def _complete(session: Any, job_id: str) -> None:
-    try:
-        jobs.transition(
-            session,
-            job_id,
-            S.COMPLETED,
-            expected=[S.RUNNING],
-            progress=100,
-            error_code=None,
-            error_message=None,
-        )
-    except StaleTransitionError:
-        # A cancel request arrived during the last stage: the work is done and counted, so the
-        # job completes rather than leaving the request hanging.
-        jobs.transition(session, job_id, S.COMPLETED, expected=[S.CANCEL_REQUESTED], progress=100)
-
-
-def cancel(res: Resources, job_id: str, on_cancel: CancelCleanup) -> None:
-    with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
-        jobs.transition(session, job_id, S.CANCELLED, expected=[S.CANCEL_REQUESTED])
-    on_cancel(res, job_id)
-
-
-def end(res: Resources, job_id: str, to: JobStatus, error: IngestError) -> None:
-    with res.db.transaction() as session:
-        try:
-            jobs.transition(
-                session,
-                job_id,
-                to,
-                expected=[S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED],
-                error_code=error.code,
-                error_message=error.message,
-            )
-        except StaleTransitionError:
-            logger.info("job %s changed state before it could become %s", job_id, to)
-
-
-def _dead_letter(res: Resources, job_id: str, stage: str, error: IngestError, retries: int) -> None:
-    """The job becomes `dead_lettered` and its message is kept, in one transaction."""
-    message = CurrentMessage.get_current_message()
-    with res.db.transaction() as session:
-        try:
-            snapshot = jobs.transition(
-                session,
-                job_id,
-                S.DEAD_LETTERED,
-                expected=[S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED],
-                error_code=error.code,
-                error_message=error.message,
-            )
-        except StaleTransitionError:
-            logger.info("job %s changed state before it could be dead-lettered", job_id)
-            return
-        body = message.asdict() if message is not None else {}
-        body.get("options", {}).pop("traceback", None)
-        session.add(
-            DeadLetter(
-                job_id=job_id,
-                tenant_id=snapshot.tenant_id,
-                stage=stage,
-                actor=body.get("actor_name", ""),
-                message=body,
-                error_code=error.code,
-                error_message=error.message,
-                retries=retries,
-            )
-        )
-
-
-def _mark_retrying(res: Resources, job_id: str, error: IngestError) -> None:
-    with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
-        jobs.transition(
-            session,
-            job_id,
-            S.RETRYING,
-            expected=[S.RUNNING],
-            error_code=error.code,
-            error_message=error.message,
-        )
+    return run(res, _Stage(job_id, stage, work), policy=policy, on_cancel=on_cancel)

@@ -25,8 +25,9 @@ from typing import Any
 from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.orm import Session
 
-from shared import jobs, outbox, stage_parts
+from shared import job_stages, jobs, outbox, stage_parts
 from shared.db import Database
+from shared.errors import TransientError
 from shared.models import Job, JobStatus, OutboxMessage, utcnow
 from shared.settings import Settings
 
@@ -100,9 +101,10 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
             if counted and job.recoveries >= settings.max_recoveries:
                 _give_up(session, job)
                 continue
-            if not jobs.mark_recovered(session, job.id, expected_updated_at=job.updated_at, counted=counted):
+            seen_at = job.updated_at
+            if not job_stages.mark_recovered(session, job.id, expected_updated_at=seen_at, counted=counted):
                 continue
-            outbox.add_message(session, job.id, jobs.resume_stage(session, job))
+            outbox.add_message(session, job.id, job_stages.resume_stage(session, job))
             logger.warning("job %s (%s, stage %s) resumed by the sweeper", job.id, job.status, job.stage)
             resumed += 1
     return resumed + _recover_parts(db, settings)
@@ -110,14 +112,8 @@ def sweep(db: Database, settings: Settings, *, broker_lost: bool = False) -> int
 
 def _give_up(session: Session, job: Job) -> None:
     """A job whose worker was lost `max_recoveries` times: dead-lettered rather than resumed again."""
-    jobs.transition(
-        session,
-        job.id,
-        S.DEAD_LETTERED,
-        expected=[S(job.status)],
-        error_code="worker_lost",
-        error_message="The job's worker was lost too many times.",
-    )
+    lost = TransientError("The job's worker was lost too many times.", code="worker_lost")
+    jobs.dead_letter(session, job.id, lost, seen=S(job.status))
     logger.error("job %s dead-lettered after %s recoveries", job.id, job.recoveries)
 
 
@@ -134,7 +130,7 @@ def _recover_parts(db: Database, settings: Settings) -> int:
             if job.recoveries >= settings.max_recoveries:
                 _give_up(session, job)
                 continue
-            jobs.count_recovery(session, job.id)
+            job_stages.count_recovery(session, job.id)
             outbox.add_message(session, job.id, part.stage, part=part.part)
             logger.warning("job %s: part %s of %s given back by the sweeper", job.id, part.part, part.stage)
             recovered += 1

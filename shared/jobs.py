@@ -15,23 +15,26 @@ Transition table (from → allowed targets):
     failed            → queued (explicit retry/replay only)
     dead_lettered     → queued (explicit retry/replay only)
     completed, cancelled: terminal
+
+Callers change a job's status only through the verbs below (`start`, `advance`, `resume`, `retry`,
+`complete`, `fail`, `dead_letter`, `request_cancel`, `cancel`, `cancel_queued`, `requeue`); each
+verb's allowed from-states are declared once, in `VERBS`, beside the table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import case, select, update
 from sqlalchemy.orm import Session
 
 from shared import webhooks
-from shared.errors import StaleTransitionError
+from shared.errors import IngestError, StaleTransitionError
 from shared.models import Job, JobEvent, JobKind, JobStage, JobStatus, StageStatus, utcnow
-from shared.queue import STAGES, pipeline_of_stage, stages_of
+from shared.queue import pipeline_of_stage
 
 S = JobStatus
 
@@ -47,6 +50,47 @@ TRANSITIONS: Mapping[JobStatus, frozenset[JobStatus]] = {
 }
 TERMINAL: frozenset[JobStatus] = frozenset({S.COMPLETED, S.FAILED, S.DEAD_LETTERED, S.CANCELLED})
 ACTIVE: frozenset[JobStatus] = frozenset({S.QUEUED, S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED})
+
+
+@dataclass(frozen=True)
+class Verb:
+    """A named move of the state machine: the states it may start from and the one it leads to.
+
+    Checked against the table when declared, so a verb can never step outside it."""
+
+    sources: frozenset[JobStatus]
+    target: JobStatus
+
+    def __post_init__(self) -> None:
+        for source in self.sources:
+            if self.target not in TRANSITIONS[source]:
+                raise ValueError(f"transition {source} → {self.target} is not in the table")
+
+
+VERBS: Mapping[str, Verb] = {
+    # A worker enters a stage: the first stage of a queued job, the next one, or a retry.
+    "start": Verb(frozenset({S.QUEUED, S.RUNNING, S.RETRYING}), S.RUNNING),
+    # A stage finished and the job goes on to the next one.
+    "advance": Verb(frozenset({S.RUNNING}), S.RUNNING),
+    # A retrying job whose stage goes on in parts: one of its parts started again.
+    "resume": Verb(frozenset({S.RETRYING}), S.RUNNING),
+    # A transient failure; the stage's message comes back after a backoff.
+    "retry": Verb(frozenset({S.RUNNING}), S.RETRYING),
+    # The last stage finished (a cancel request that arrived during it gives way to the finished work).
+    "complete": Verb(frozenset({S.RUNNING, S.CANCEL_REQUESTED}), S.COMPLETED),
+    # A permanent error, or a stop (suspended tenant, deadline) at a stage boundary.
+    "fail": Verb(frozenset({S.QUEUED, S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED}), S.FAILED),
+    # Retries or recoveries ran out.
+    "dead_letter": Verb(frozenset({S.RUNNING, S.RETRYING, S.CANCEL_REQUESTED}), S.DEAD_LETTERED),
+    # A client asks a job that a worker may hold to stop at its next check.
+    "request_cancel": Verb(frozenset({S.RUNNING, S.RETRYING}), S.CANCEL_REQUESTED),
+    # The worker honoured a cancel request.
+    "cancel": Verb(frozenset({S.CANCEL_REQUESTED}), S.CANCELLED),
+    # A client cancels a job that no worker holds yet.
+    "cancel_queued": Verb(frozenset({S.QUEUED}), S.CANCELLED),
+    # An explicit retry or replay of a failed or dead-lettered job.
+    "requeue": Verb(frozenset({S.FAILED, S.DEAD_LETTERED}), S.QUEUED),
+}
 
 # Event type for each target status (stage progress within `running` is `job.stage_completed`).
 EVENT_FOR_STATUS: Mapping[JobStatus, str] = {
@@ -99,19 +143,13 @@ def stage_progress(stage: str) -> int:
     return round(100 * (stages.index(stage) + 1) / len(stages))
 
 
-def _check_allowed(expected: Iterable[JobStatus], to: JobStatus) -> list[str]:
-    expected = list(expected)
-    for source in expected:
-        if to not in TRANSITIONS[source]:
-            raise ValueError(f"transition {source} → {to} is not in the table")
-    return [s.value for s in expected]
-
-
-def _write(session: Session, job_id: str, expected: list[str], values: dict[str, Any]) -> JobSnapshot:
+def _write(
+    session: Session, job_id: str, expected: Iterable[JobStatus], values: dict[str, Any]
+) -> JobSnapshot:
     values = {**values, "seq": Job.seq + 1, "updated_at": utcnow()}
     stmt = (
         update(Job)
-        .where(Job.id == job_id, Job.status.in_(expected))
+        .where(Job.id == job_id, Job.status.in_([s.value for s in expected]))
         .values(**values)
         .returning(*Job.__table__.c)
         .execution_options(synchronize_session=False)
@@ -140,17 +178,33 @@ def record_event(session: Session, snapshot: JobSnapshot, event_type: str) -> No
     webhooks.add_deliveries(session, snapshot.row, event_type, payload)
 
 
-def transition(
+def allows(verb: str, status: JobStatus) -> bool:
+    """Whether `verb` may move a job that is in `status` (for a caller choosing what to do)."""
+    return status in VERBS[verb].sources
+
+
+def _sources(verb: str, seen: JobStatus | None) -> frozenset[JobStatus]:
+    """The states `verb` may start from: only `seen`, the status the caller read, when given."""
+    sources = VERBS[verb].sources
+    if seen is None:
+        return sources
+    if seen not in sources:
+        raise ValueError(f"{verb} does not start from {seen}")
+    return frozenset({seen})
+
+
+def _transition(
     session: Session,
     job_id: str,
-    to: JobStatus,
+    verb: str,
     *,
-    expected: Iterable[JobStatus],
+    seen: JobStatus | None = None,
     event: str | None = None,
     **fields: Any,
 ) -> JobSnapshot:
-    """Move a job from one of `expected` to `to`, or raise `StaleTransitionError`."""
-    expected_values = _check_allowed(expected, to)
+    """Apply `verb` to the job if its status is one the verb starts from (only `seen`, when the
+    caller read it), or raise `StaleTransitionError`."""
+    to = VERBS[verb].target
     values: dict[str, Any] = {"status": to.value, **fields}
     if to in TERMINAL:
         values.setdefault("finished_at", utcnow())
@@ -158,9 +212,73 @@ def transition(
         # No stage runs in any other state, so no worker holds the job. A cancel request keeps the
         # lease: the worker running a stage holds it until that stage stops.
         values.setdefault("lease_expires_at", None)
-    snapshot = _write(session, job_id, expected_values, values)
+    snapshot = _write(session, job_id, _sources(verb, seen), values)
     record_event(session, snapshot, event or EVENT_FOR_STATUS[to])
     return snapshot
+
+
+def resume(session: Session, job_id: str) -> JobSnapshot:
+    """A retrying job whose stage goes on in parts runs again: one of its parts started. The parts'
+    messages stand for the job's hand-off, so the sweeper keeps waiting."""
+    return _transition(session, job_id, "resume", event="job.resumed", handed_on_at=utcnow())
+
+
+def retry(session: Session, job_id: str, error: IngestError) -> JobSnapshot:
+    """A running stage failed on a transient error; its message comes back after a backoff."""
+    return _transition(session, job_id, "retry", error_code=error.code, error_message=error.message)
+
+
+def complete(session: Session, job_id: str) -> JobSnapshot:
+    """The job's last stage finished: it is `completed` at 100%.
+
+    A cancel request that arrived during the last stage gives way: the work is done and counted, so
+    the job completes rather than leaving the request hanging. Only a running job's error (from an
+    earlier retry) is cleared, in the same statement."""
+    running = Job.status == S.RUNNING.value
+    return _transition(
+        session,
+        job_id,
+        "complete",
+        progress=100,
+        error_code=case((running, None), else_=Job.error_code),
+        error_message=case((running, None), else_=Job.error_message),
+    )
+
+
+def fail(session: Session, job_id: str, error: IngestError, *, seen: JobStatus | None = None) -> JobSnapshot:
+    """The job failed for good with `error` (a permanent error, or a stop at a stage boundary)."""
+    return _transition(session, job_id, "fail", seen=seen, error_code=error.code, error_message=error.message)
+
+
+def dead_letter(
+    session: Session, job_id: str, error: IngestError, *, seen: JobStatus | None = None
+) -> JobSnapshot:
+    """The job's retries or recoveries ran out; `error` is the last one."""
+    return _transition(
+        session, job_id, "dead_letter", seen=seen, error_code=error.code, error_message=error.message
+    )
+
+
+def request_cancel(session: Session, job_id: str, *, seen: JobStatus | None = None) -> JobSnapshot:
+    """Ask a job that a worker may hold to stop at its next check (the worker keeps its lease)."""
+    return _transition(session, job_id, "request_cancel", seen=seen, cancel_requested_at=utcnow())
+
+
+def cancel(session: Session, job_id: str) -> JobSnapshot:
+    """A worker honoured the job's cancel request."""
+    return _transition(session, job_id, "cancel")
+
+
+def cancel_queued(session: Session, job_id: str) -> JobSnapshot:
+    """Cancel a job that no worker holds yet, at once."""
+    return _transition(session, job_id, "cancel_queued")
+
+
+def requeue(session: Session, job_id: str, *, seen: JobStatus | None = None) -> JobSnapshot:
+    """Queue a failed or dead-lettered job again (an explicit retry or replay), its error cleared."""
+    return _transition(
+        session, job_id, "requeue", seen=seen, error_code=None, error_message=None, finished_at=None
+    )
 
 
 def record_created(session: Session, job: Job) -> None:
@@ -178,41 +296,15 @@ def get_job(session: Session, job_id: str, *, tenant_id: str | None = None) -> J
     return session.scalars(stmt).first()
 
 
-def _stage_insert(session: Session) -> Any:
-    return postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
-
-
-def claim_stage(session: Session, job_id: str, stage: str) -> bool:
-    """Mark `stage` running for this delivery; False when the stage is already done.
-
-    An upsert whose update only applies to a stage that is not done, so a redelivered or
-    retried message can never redo finished work.
-    """
-    insert = _stage_insert(session)
-    now = utcnow()
-    stmt = insert(JobStage).values(
-        job_id=job_id, stage=stage, status=StageStatus.RUNNING.value, attempts=1, started_at=now
-    )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[JobStage.job_id, JobStage.stage],
-        set_={
-            "status": StageStatus.RUNNING.value,
-            "attempts": JobStage.attempts + 1,
-            "started_at": now,
-        },
-        where=JobStage.status != StageStatus.DONE.value,
-    ).returning(JobStage.attempts)
-    return session.execute(stmt).first() is not None
-
-
-def start_stage(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> JobSnapshot:
+def start(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> JobSnapshot:
     """The job enters `stage` (running) under a lease; the first stage of a queued job emits
-    `job.started`."""
+    `job.started`, the first after a retry `job.resumed`."""
     job = session.get(Job, job_id)
     if job is None:
         raise StaleTransitionError()
     first_start = job.status == S.QUEUED.value
     values: dict[str, Any] = {
+        "status": VERBS["start"].target.value,
         "stage": stage,
         "attempts": Job.attempts + 1 if first_start else Job.attempts,
         "lease_expires_at": utcnow() + timedelta(seconds=lease_s),
@@ -220,27 +312,19 @@ def start_stage(session: Session, job_id: str, stage: str, *, lease_s: float = 6
     if job.started_at is None:
         values["started_at"] = utcnow()
     event = "job.started" if first_start else "job.resumed" if job.status == S.RETRYING.value else None
-    snapshot = _write(
-        session,
-        job_id,
-        _check_allowed([S.QUEUED, S.RUNNING, S.RETRYING], S.RUNNING),
-        {
-            "status": S.RUNNING.value,
-            **values,
-        },
-    )
+    snapshot = _write(session, job_id, _sources("start", None), values)
     if event:
         record_event(session, snapshot, event)
     return snapshot
 
 
-def finish_stage(
+def advance(
     session: Session, job_id: str, stage: str, *, artifact_key: str | None = None, **counters: int
 ) -> JobSnapshot | None:
     """Record `stage` as done and its counters; emits `job.stage_completed` with the progress.
 
     The stage row is written whatever the job's status; the job row only while it is running
-    (a cancel or failure that arrived meanwhile keeps its own state).
+    (a cancel or failure that arrived meanwhile keeps its own state), else None.
     """
     session.execute(
         update(JobStage)
@@ -251,8 +335,14 @@ def finish_stage(
         snapshot = _write(
             session,
             job_id,
-            [S.RUNNING.value],
-            {"stage": stage, "progress": stage_progress(stage), "lease_expires_at": None, **counters},
+            _sources("advance", None),
+            {
+                "status": VERBS["advance"].target.value,
+                "stage": stage,
+                "progress": stage_progress(stage),
+                "lease_expires_at": None,
+                **counters,
+            },
         )
     except StaleTransitionError:
         # The job was cancelled or failed meanwhile: this worker no longer holds it.
@@ -265,25 +355,6 @@ def finish_stage(
         return None
     record_event(session, snapshot, "job.stage_completed")
     return snapshot
-
-
-def renew_lease(session: Session, job_id: str, stage: str, *, lease_s: float) -> bool:
-    """Extend the lease of the worker running `stage`; False once the job has moved on.
-
-    Not a transition: the status does not change, so `seq` does not move and no event is written.
-    """
-    result = session.execute(
-        update(Job)
-        .where(
-            Job.id == job_id,
-            Job.status.in_([S.RUNNING.value, S.CANCEL_REQUESTED.value]),
-            Job.stage == stage,
-            Job.lease_expires_at.is_not(None),
-        )
-        .values(lease_expires_at=utcnow() + timedelta(seconds=lease_s))
-        .execution_options(synchronize_session=False)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
 
 
 def record_hand_off(session: Session, job_id: str) -> None:
@@ -307,44 +378,6 @@ def await_parts(session: Session, job_id: str) -> None:
     )
 
 
-def count_recovery(session: Session, job_id: str) -> None:
-    """One more recovery of the job (a lost part of a stage given back); the status is unchanged."""
-    session.execute(
-        update(Job)
-        .where(Job.id == job_id)
-        .values(recoveries=Job.recoveries + 1)
-        .execution_options(synchronize_session=False)
-    )
-
-
-def mark_recovered(
-    session: Session, job_id: str, *, expected_updated_at: datetime, counted: bool = True
-) -> bool:
-    """Note that a job whose worker or message was lost is being resumed, if nobody touched it
-    since the sweeper looked (compare-and-set on `updated_at`); the status does not change.
-    `counted` recoveries add up towards dead-lettering."""
-    result = session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.updated_at == expected_updated_at)
-        .values(
-            recoveries=Job.recoveries + (1 if counted else 0),
-            lease_expires_at=None,
-            handed_on_at=None,
-            updated_at=utcnow(),
-        )
-        .execution_options(synchronize_session=False)
-    )
-    return bool(result.rowcount)  # type: ignore[attr-defined]
-
-
-def resume_stage(session: Session, job: Job) -> str:
-    """The first stage of the job's pipeline that has not finished: where a retry, a replay or a
-    recovery starts (the last stage when all are done, so the job still completes)."""
-    done = set(done_stages(session, job.id))
-    pipeline = stages_of(job.kind)
-    return next((s for s in pipeline if s not in done), pipeline[-1])
-
-
 def latest_job_of_document(session: Session, document_id: str) -> Job | None:
     """The document's latest upload or delete job (reindex jobs are the operator's, not the client's)."""
     return session.scalars(
@@ -352,12 +385,3 @@ def latest_job_of_document(session: Session, document_id: str) -> Job | None:
         .where(Job.document_id == document_id, Job.kind != JobKind.REINDEX.value)
         .order_by(Job.created_at.desc())
     ).first()
-
-
-def done_stages(session: Session, job_id: str) -> list[str]:
-    """Stages of the job that have finished, in pipeline order."""
-    rows = session.scalars(
-        select(JobStage.stage).where(JobStage.job_id == job_id, JobStage.status == StageStatus.DONE.value)
-    ).all()
-    done = set(rows)
-    return [s for s in (*STAGES, *sorted(done - set(STAGES))) if s in done]

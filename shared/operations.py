@@ -10,7 +10,7 @@ from __future__ import annotations
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from shared import jobs, outbox
+from shared import job_stages, jobs, outbox
 from shared.errors import ConflictError, StorageQuotaExceededError, TooManyActiveJobsError
 from shared.jobs import ACTIVE, TERMINAL
 from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, utcnow
@@ -82,10 +82,10 @@ def create_job(
 def cancel_job(session: Session, job: Job) -> Job:
     """Cancel a queued job at once; ask a running one to stop at its next stage boundary."""
     status = JobStatus(job.status)
-    if status == S.QUEUED:
-        jobs.transition(session, job.id, S.CANCELLED, expected=[S.QUEUED])
-    elif status in (S.RUNNING, S.RETRYING):
-        jobs.transition(session, job.id, S.CANCEL_REQUESTED, expected=[status], cancel_requested_at=utcnow())
+    if jobs.allows("cancel_queued", status):
+        jobs.cancel_queued(session, job.id)
+    elif jobs.allows("request_cancel", status):
+        jobs.request_cancel(session, job.id, seen=status)
     elif status != S.CANCEL_REQUESTED:
         raise ConflictError(f"A {status.value} job cannot be cancelled.", code="job_not_cancellable")
     session.refresh(job)
@@ -95,15 +95,13 @@ def cancel_job(session: Session, job: Job) -> Job:
 def retry_job(session: Session, job: Job) -> Job:
     """Start a failed or dead-lettered job again from its first unfinished stage, fresh retries."""
     status = JobStatus(job.status)
-    if status not in (S.FAILED, S.DEAD_LETTERED):
+    if not jobs.allows("requeue", status):
         raise ConflictError(f"A {status.value} job cannot be retried.", code="job_not_retryable")
     document = session.get(Document, job.document_id)
     if document is None or document.deleted_at is not None:
         raise ConflictError("The job's document has been deleted.", code="document_deleted")
-    resume_at = jobs.resume_stage(session, job)
-    jobs.transition(
-        session, job.id, S.QUEUED, expected=[status], error_code=None, error_message=None, finished_at=None
-    )
+    resume_at = job_stages.resume_stage(session, job)
+    jobs.requeue(session, job.id, seen=status)
     outbox.add_message(session, job.id, resume_at)
     session.execute(
         update(DeadLetter)

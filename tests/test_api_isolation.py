@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from shared import jobs
-from shared.models import JobStatus
+from shared.errors import PermanentError
 from tests.conftest import auth, tenant_key
 from tests.pdfs import text_pdf
 
@@ -21,9 +21,7 @@ def two_tenants(app: Any, client: Any) -> dict[str, Any]:
         "/v1/documents", headers=auth(a), data={"file": (io.BytesIO(text_pdf(["A's secret."])), "a.pdf")}
     ).get_json()
     with app.extensions["ingest"].db.transaction() as session:
-        jobs.transition(
-            session, body["job_id"], JobStatus.FAILED, expected=[JobStatus.QUEUED], error_code="x"
-        )
+        jobs.fail(session, body["job_id"], PermanentError("x", code="x"))
     return {"a": a, "b": b, "job": body["job_id"], "document": body["document_id"]}
 
 

@@ -13,7 +13,7 @@ from ingest_worker.actors import STAGE_POLICIES
 from ingest_worker.actors import WORK as ACTOR_WORK
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
-from shared import jobs, operations
+from shared import job_stages, jobs, operations
 from shared.models import Job, JobStage
 from shared.queue import HALT, STAGES
 from shared.settings import Settings
@@ -125,8 +125,8 @@ def test_a_cancel_waits_for_the_worker_that_holds_the_job(res: Resources) -> Non
     assert run(res, job_id, "validate") is None
     # Given another worker in the middle of extract (it holds the job's lease) and a cancel request
     with res.db.transaction() as session:
-        jobs.claim_stage(session, job_id, "extract")
-        jobs.start_stage(session, job_id, "extract", lease_s=60)
+        job_stages.claim_stage(session, job_id, "extract")
+        jobs.start(session, job_id, "extract", lease_s=60)
     with res.db.transaction() as session:
         job = session.get(Job, job_id)
         assert job is not None and operations.cancel_job(session, job).status == "cancel_requested"
@@ -137,7 +137,7 @@ def test_a_cancel_waits_for_the_worker_that_holds_the_job(res: Resources) -> Non
         assert job is not None and job.status == "cancel_requested" and job.lease_expires_at is not None
     # When the holder finishes its stage, it lets go, and the next boundary cancels the job
     with res.db.transaction() as session:
-        assert jobs.finish_stage(session, job_id, "extract") is None
+        assert jobs.advance(session, job_id, "extract") is None
     assert run(res, job_id, "ocr") == HALT
     with res.db.transaction() as session:
         job = session.get(Job, job_id)

@@ -114,7 +114,7 @@ def test_a_part_row_publishes_that_part_and_stamps_a_running_jobs_hand_off(
     broker = make_broker(settings)
     job_id = new_job(sqlite_db)
     with sqlite_db.transaction() as session:
-        jobs.start_stage(session, job_id, "ocr")
+        jobs.start(session, job_id, "ocr")
         row_id = outbox.add_message(session, job_id, "ocr", part=3).id
     # When a relay without any worker middleware publishes it
     assert Relay(sqlite_db.sessions, Publisher(broker)).publish([row_id]) == 1

@@ -60,9 +60,9 @@ def test_each_committed_transition_gets_one_delivery_and_a_rolled_back_one_none(
     job_id, _ = make_job(any_db, "https://hooks.example/h")
     # When it starts, and then a transition is rolled back
     with any_db.transaction() as session:
-        jobs.start_stage(session, job_id, "validate")
+        jobs.start(session, job_id, "validate")
     with pytest.raises(RuntimeError), any_db.transaction() as session:
-        jobs.finish_stage(session, job_id, "validate", pages=1)
+        jobs.advance(session, job_id, "validate", pages=1)
         raise RuntimeError("the worker died before its commit")
     # Then the delivery rows are exactly the committed events: queued and started, in seq order
     rows = deliveries(any_db, job_id)
@@ -215,14 +215,14 @@ def test_progress_is_throttled_and_superseded_but_terminal_events_always_go(
     job_id, secret = make_job(sqlite_db, hook.url)
     hook.secrets.append(secret)
     with sqlite_db.transaction() as session:
-        jobs.start_stage(session, job_id, "validate")
-        jobs.finish_stage(session, job_id, "validate")
+        jobs.start(session, job_id, "validate")
+        jobs.advance(session, job_id, "validate")
     throttled = settings.replace(**LOCAL, webhook_progress_interval_s=3600)
     deliver_all(sqlite_db, throttled, job_id)
     with sqlite_db.transaction() as session:
         for stage in ("extract", "ocr"):
-            jobs.start_stage(session, job_id, stage)
-            jobs.finish_stage(session, job_id, stage)
+            jobs.start(session, job_id, stage)
+            jobs.advance(session, job_id, stage)
     # When the deliveries are attempted with a long progress interval
     deliver_all(sqlite_db, throttled, job_id)
     by_type = [(d.event_type, d.status) for d in deliveries(sqlite_db, job_id)]
@@ -236,7 +236,7 @@ def test_progress_is_throttled_and_superseded_but_terminal_events_always_go(
     ]
     # And when the job completes, the waiting progress event is superseded and the terminal one goes
     with sqlite_db.transaction() as session:
-        jobs.transition(session, job_id, S.COMPLETED, expected=[S.RUNNING], progress=100)
+        jobs.complete(session, job_id)
     deliver_all(sqlite_db, throttled, job_id)
     statuses = [(d.event_type, d.status) for d in deliveries(sqlite_db, job_id)]
     assert statuses[-2:] == [("job.stage_completed", "superseded"), ("job.completed", "delivered")]
@@ -250,9 +250,9 @@ def test_a_progress_event_being_retried_gives_way_to_a_newer_event(
     # Given a progress event whose first attempt failed (the receiver answered 500 once)
     job_id, _ = make_job(sqlite_db, hook.url)
     with sqlite_db.transaction() as session:
-        jobs.start_stage(session, job_id, "validate")
-        jobs.finish_stage(session, job_id, "validate")
-        jobs.transition(session, job_id, S.COMPLETED, expected=[S.RUNNING], progress=100)
+        jobs.start(session, job_id, "validate")
+        jobs.advance(session, job_id, "validate")
+        jobs.complete(session, job_id)
     _queued, _started, progress, completed = deliveries(sqlite_db, job_id)
     hook.script = [500]
     local = settings.replace(**LOCAL, webhook_min_backoff_s=60, webhook_max_backoff_s=60)
