@@ -176,10 +176,10 @@ def test_a_bug_in_our_own_page_code_is_not_blamed_on_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given our page layout code failing with a plain error, inside the block that reads the page
-    def broken(page: object) -> str:
+    def broken(page: object) -> tuple[str, list[str] | None]:
         raise TypeError("a bug of ours")
 
-    monkeypatch.setattr(extract, "structured_text", broken)
+    monkeypatch.setattr(extract, "structured_page", broken)
     path = pdfs.write_pdf(tmp_path, pdfs.text_pdf(["A good page."]))
 
     # When / Then extraction lets it through unclassified, to end as an internal error
