@@ -15,8 +15,9 @@ between runs:
 - labels of a figure or a title block (three or more such lines in a row) are not headings.
 
 Only whitespace changes, so the text itself, and its character error rate, are pypdf's, spaces
-between words aside (see `spacing` and `pen`; for right-to-left text `rtl`). Running heads and feet
-are dropped later (see `running`).
+between words aside (see `spacing` and `pen`; for right-to-left text `rtl`), and accents set before
+their letter, which go after it (see `accents`). Running heads and feet are dropped later (see
+`running`).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 
 from pypdf import PageObject
 
+from ingest_worker.stages.accents import accents_after_letters
 from ingest_worker.stages.pen import Pen
 from ingest_worker.stages.rtl import RIGHT_TO_LEFT, changes_direction, visual_edges
 from ingest_worker.stages.spacing import WORD_GAP_EM, word_gaps
@@ -108,8 +110,11 @@ def structured_page(page: PageObject) -> tuple[str, list[str] | None]:
     plain = page.extract_text(visitor_text=visit, visitor_operand_before=word_gaps(pen))
     if "".join(reported) != plain:
         # pypdf built its text some other way (it may for some fonts): keep it as it is.
-        return plain, None
-    return _paragraphs(_lines(runs))
+        return accents_after_letters(plain), None
+    lines = _lines(runs)
+    for line in lines:
+        line.cells = [accents_after_letters(cell) for cell in line.cells]
+    return _paragraphs(lines)
 
 
 def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:
