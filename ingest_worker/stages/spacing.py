@@ -36,8 +36,9 @@ from ingest_worker.stages.fonts import SpaceGlyph
 from ingest_worker.stages.pen import Pen, Placement
 
 # A move of at least this share of an em between two glyphs is a word gap. TeX's word spaces shrink
-# to about 0.22 em on a tight line; its kerns and italic corrections stay under 0.1 em.
-WORD_GAP_EM = 0.15
+# to about 0.22 em on a tight line; its kerns and italic corrections stay under 0.1 em. The thin space
+# LaTeX sets in its own logo ("LaTeX 2e", .15 of a large font's quad) comes to 0.138 of the type size.
+WORD_GAP_EM = 0.13
 # pypdf adds a space for a move of at least 0.95 x half the font's space width. A space width can be
 # smaller than this only for a font whose space is under 0.04 em; steps of a smaller move stay under it.
 _STEP = 20.0
