@@ -70,6 +70,7 @@ class Pen:
         self._saved: list[tuple[str | None, float]] = []
         self._last: _Piece | None = None  # the last array drawn
         self._placed = False  # a text positioning operator came after it
+        self._codes: dict[tuple[str | None, bytes], tuple[str, float]] = {}
 
     def follow(self, operator: bytes, operands: list[Any]) -> None:
         """Track the current font through Tf, q and Q, as pypdf does, and the moves of the text."""
@@ -91,16 +92,15 @@ class Pen:
         under `cm`, stands; None when its font is not known (pypdf's reading then stands)."""
         font = self._fonts.get(self._font)
         try:
-            text = (
-                "".join(decoded(font, bytes(item)) for item in items if isinstance(item, bytes))
-                if font
-                else ""
+            codes = (
+                [self._code(font, bytes(item)) for item in items if isinstance(item, bytes)] if font else []
             )
         except (UnicodeError, LookupError, TypeError):
             font = None
         if font is None:
             self._last = None
             return None
+        text = "".join(text for text, _ in codes)
         right_to_left = bool(RIGHT_TO_LEFT.search(text))
         space = space_glyph(font) if right_to_left else None
         placement = Placement(False, right_to_left, space, advance(font, " "))
@@ -108,7 +108,7 @@ class Pen:
             # A vowel or other mark, set over a letter of a piece drawn before or after it: part of
             # that word, and no measure of where the line's pieces end.
             return placement
-        piece = self._piece(font, items, cm, tm)
+        piece = self._piece(sum(width for _, width in codes), items, cm, tm)
         last, placed = self._last, self._placed
         if piece is not None and last is not None and not placed:
             # Drawn on from where the last piece ended: pypdf does not move the text matrix by the
@@ -124,15 +124,21 @@ class Pen:
         gap = max(piece.left - last.right, last.left - piece.right)
         return Placement(gap >= self._word_gap_em * size, right_to_left, space, placement.space_advance)
 
-    def _piece(self, font: Font, items: list[Any], cm: Any, tm: Any) -> _Piece | None:
-        """Where TJ array `items` is drawn, from pypdf's advances for its glyphs and its moves."""
+    def _code(self, font: Font, code: bytes) -> tuple[str, float]:
+        """What `code` decodes to in the current font and how far its glyphs advance (thousandths of
+        an em), as pypdf reads and measures them; remembered, since a page repeats its words."""
+        key = (self._font, code)
+        if key not in self._codes:
+            width = sum(advance(font, raw) for raw in raw_characters(font, code))
+            self._codes[key] = (decoded(font, code), width)
+        return self._codes[key]
+
+    def _piece(self, glyphs: float, items: list[Any], cm: Any, tm: Any) -> _Piece | None:
+        """Where TJ array `items`, whose glyphs advance `glyphs`, is drawn, from that and its moves."""
         try:
-            glyphs = moves = 0.0
-            for item in items:
-                if isinstance(item, bytes):
-                    glyphs += sum(advance(font, raw) for raw in raw_characters(font, bytes(item)))
-                elif isinstance(item, (int, float)) and not isinstance(item, bool):
-                    moves -= float(item)
+            moves = -sum(
+                float(item) for item in items if isinstance(item, (int, float)) and not isinstance(item, bool)
+            )
             a, b, c, d, e, f = _times(tm, cm)
         except (TypeError, ValueError, UnicodeError, LookupError):
             return None
