@@ -45,7 +45,11 @@ class PageFonts:
             resource = self._resources.get(name)
             try:
                 self._fonts[name] = Font.from_font_resource(resource) if resource is not None else None
+            except MemoryError:
+                raise
             except Exception:
+                # pypdf reads this font's text by its own means (and raises if it cannot): only the
+                # corrections that need the font are left out.
                 self._fonts[name] = None
         return self._fonts[name]
 
