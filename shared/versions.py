@@ -3,6 +3,6 @@
 from __future__ import annotations
 
 # Bump when the text extracted from a PDF would change (a reindex then re-extracts).
-EXTRACTOR_VERSION = "pypdf-layout-3"
+EXTRACTOR_VERSION = "pypdf-layout-4"
 # Bump when the chunks made from the same text would change (a reindex then re-chunks).
 CHUNKER_VERSION = "recursive-sections-3"

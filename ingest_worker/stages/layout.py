@@ -15,7 +15,9 @@ between runs:
 - labels of a figure or a title block (three or more such lines in a row) are not headings.
 
 Only whitespace changes, so the text itself, and its character error rate, are pypdf's, spaces
-between words aside (see `spacing`). Running heads and feet are dropped later (see `running`).
+between words aside (see `spacing` and `pen`; for right-to-left text `rtl`), and accents set before
+their letter, which go after it (see `accents`). Running heads and feet are dropped later (see
+`running`).
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ from typing import Any
 
 from pypdf import PageObject
 
-from ingest_worker.stages.spacing import word_gaps
+from ingest_worker.stages.accents import accents_after_letters
+from ingest_worker.stages.pen import Pen
+from ingest_worker.stages.rtl import RIGHT_TO_LEFT, changes_direction, visual_edges
+from ingest_worker.stages.spacing import WORD_GAP_EM, word_gaps
 
 # A gap between lines this many times the usual spacing separates paragraphs.
 PARAGRAPH_GAP = 1.5
@@ -92,16 +97,24 @@ def structured_page(page: PageObject) -> tuple[str, list[str] | None]:
     """`structured_text(page)`, and the lines of it measured to be headings, in reading order (None
     when pypdf built its text in a way the measurement cannot follow)."""
     runs: list[tuple[str, float, float, bool]] = []
+    reported: list[str] = []
+    pen = Pen(page, word_gap_em=WORD_GAP_EM)
 
     def visit(text: str, cm: Any, tm: Any, font: Any, size: float) -> None:
         if text:
+            reported.append(text)
+            if RIGHT_TO_LEFT.search(text):
+                text = visual_edges(text)
             runs.append((text, *_position(cm, tm, size), _is_bold(font)))
 
-    plain = page.extract_text(visitor_text=visit, visitor_operand_before=word_gaps())
-    if "".join(run[0] for run in runs) != plain:
+    plain = page.extract_text(visitor_text=visit, visitor_operand_before=word_gaps(pen))
+    if "".join(reported) != plain:
         # pypdf built its text some other way (it may for some fonts): keep it as it is.
-        return plain, None
-    return _paragraphs(_lines(runs))
+        return accents_after_letters(plain), None
+    lines = _lines(runs)
+    for line in lines:
+        line.cells = [accents_after_letters(cell) for cell in line.cells]
+    return _paragraphs(lines)
 
 
 def _position(cm: Any, tm: Any, size: float) -> tuple[float, float]:
@@ -155,6 +168,9 @@ def _lines(runs: Iterable[tuple[str, float, float, bool]]) -> list[_Line]:
                 current.cells.append(piece)
             else:
                 if _opens_footnote(current.cells[-1], before, y, size) and piece[:1].isalnum():
+                    piece = " " + piece
+                elif changes_direction(current.cells[-1][-1:], piece[:1]):
+                    # A right-to-left word never runs on into a left-to-right one.
                     piece = " " + piece
                 current.cells[-1] += piece
             before = (piece, y, size)

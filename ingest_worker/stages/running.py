@@ -12,6 +12,8 @@ last EDGE_LINES lines of each page:
 - a line holding only a page number ("7", "- 7 -", "Page 7", "7 of 12", "vii");
 - a line naming a section with its number ("Options 3.3") that is not that section's heading.
 
+Lines of one shape at the same edge of a page are rows of a table or a list, never furniture.
+
 The steps of a slide shown in several (overlays) repeat whole lines on purpose: on such pages only the
 page number goes.
 """
@@ -84,7 +86,12 @@ def _drop_once(texts: list[str], keep_plain: list[set[str]], steps: list[bool]) 
         # letter's foot may hold two numbers of one shape, "080-613169" and "080-448664".)
         on_page = Counter(_masked(line) for line in lines if line.strip())
         drop = set()
+        # A head or foot stands once at its edge of a page: lines of one shape there are rows of a
+        # table or a list ("Q2 22 14", "Q3 33 21"), however many pages end with them.
+        on_page = Counter(keys.values())
         for index, key in keys.items():
+            if on_page[key] > 1:
+                continue
             line = lines[index].strip()
             has_digit = _DIGITS.search(line) is not None
             needed = RUNNING_MIN_PAGES if has_digit else RUNNING_MIN_PAGES_PLAIN

@@ -10,7 +10,11 @@ glyph gets a default that can be narrower than a kern, so words fall apart ("tec
 array before pypdf reads it, so that a move of at least WORD_GAP_EM of an em reads as a word gap and
 a smaller one never does. Only how pypdf reads the moves changes, not where they put the pen: a
 smaller move is cut into steps each too small for pypdf to call a gap, and a word gap pypdf would
-miss is followed by a space character, which pypdf takes as text.
+miss is followed by a space character, which pypdf takes as text. In an array that draws
+right-to-left text, the word gap is drawn as the font's space glyph instead (see `rtl`).
+
+With the page's `Pen`, an array that a move set a word gap apart from the text before it (which
+pypdf judges by the font's space width, see `pen`) starts with a space too.
 """
 
 from __future__ import annotations
@@ -19,11 +23,22 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from pypdf.generic import ArrayObject, FloatObject, NameObject, NumberObject
+from pypdf.generic import (
+    ArrayObject,
+    ByteStringObject,
+    FloatObject,
+    NameObject,
+    NumberObject,
+    TextStringObject,
+)
+
+from ingest_worker.stages.fonts import SpaceGlyph
+from ingest_worker.stages.pen import Pen, Placement
 
 # A move of at least this share of an em between two glyphs is a word gap. TeX's word spaces shrink
-# to about 0.22 em on a tight line; its kerns and italic corrections stay under 0.1 em.
-WORD_GAP_EM = 0.15
+# to about 0.22 em on a tight line; its kerns and italic corrections stay under 0.1 em. The thin space
+# LaTeX sets in its own logo ("LaTeX 2e", .15 of a large font's quad) comes to 0.138 of the type size.
+WORD_GAP_EM = 0.13
 # pypdf adds a space for a move of at least 0.95 x half the font's space width. A space width can be
 # smaller than this only for a font whose space is under 0.04 em; steps of a smaller move stay under it.
 _STEP = 20.0
@@ -33,17 +48,37 @@ _FAR = 10000.0
 Visitor = Callable[[Any, Any, Any, Any], None]
 
 
-def word_gaps() -> Visitor:
-    """A `visitor_operand_before` that makes pypdf read TJ word gaps by WORD_GAP_EM (see the module)."""
+def word_gaps(pen: Pen | None = None) -> Visitor:
+    """A `visitor_operand_before` that makes pypdf read TJ word gaps by WORD_GAP_EM (see the module);
+    with the page's `pen`, the moves between arrays too, and right-to-left gaps become space glyphs."""
 
     def visit(operator: Any, operands: Any, cm: Any, tm: Any) -> None:
+        if pen is not None:
+            pen.follow(operator, operands)
+        if pen is not None and operator == b"Tj" and operands:
+            # Nothing to rewrite in a single string, but the next array's gap is measured from it.
+            pen.place(operands[:1], cm, tm)
         if operator == b"TJ" and operands and isinstance(operands[0], ArrayObject):
-            operands[0][:] = _rewritten(list(operands[0]))
+            items = list(operands[0])
+            placement = pen.place(items, cm, tm) if pen is not None else None
+            operands[0][:] = _opening(placement) + _rewritten(items, placement.space if placement else None)
 
     return visit
 
 
-def _rewritten(items: list[Any]) -> list[Any]:
+def _opening(placement: Placement | None) -> list[Any]:
+    """What an array set apart from the text before it starts with: a space, then the pen moved back
+    by the advance pypdf counts for it, so pypdf's measure of the text stays as it was."""
+    if placement is None or not placement.apart:
+        return []
+    if placement.right_to_left:
+        if placement.space is None:
+            return []
+        return [ByteStringObject(placement.space.code), FloatObject(placement.space.width)]
+    return [TextStringObject(" "), FloatObject(placement.space_advance)]
+
+
+def _rewritten(items: list[Any], space: SpaceGlyph | None = None) -> list[Any]:
     out: list[Any] = []
     threshold = WORD_GAP_EM * 1000
     for index, item in enumerate(items):
@@ -55,17 +90,26 @@ def _rewritten(items: list[Any]) -> list[Any]:
         between_text = inside and _is_text(items[index - 1]) and _is_text(items[index + 1])
         if not math.isfinite(move) or not between_text:
             out.append(item)
+        elif move >= threshold and space is not None:
+            # A word gap of right-to-left text: the space glyph, then the rest of the move in steps.
+            out.append(ByteStringObject(space.code))
+            out.extend(_steps(move - space.width))
         elif move >= threshold:
             # A word gap: a move far beyond any space width, so pypdf adds its space, then the move back.
             # pypdf counts both moves, not its space, into the width of the text, so that stays right.
             out.extend([FloatObject(-(move + _FAR)), FloatObject(_FAR)])
         elif move > _STEP:
             # A kern: the same move in steps too small for pypdf to take any for a word gap.
-            steps = math.ceil(move / _STEP)
-            out.extend([FloatObject(-move / steps)] * steps)
+            out.extend(_steps(move))
         else:
             out.append(item)
     return out
+
+
+def _steps(move: float) -> list[Any]:
+    """A move (thousandths of an em, to the right) in steps too small for pypdf to call a gap."""
+    steps = max(1, math.ceil(move / _STEP))
+    return [FloatObject(-move / steps)] * steps
 
 
 def _is_text(item: Any) -> bool:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from pypdf import PdfReader
 from pypdf.generic import ArrayObject, FloatObject, NumberObject, TextStringObject
 
+from ingest_worker.stages.layout import structured_text
 from ingest_worker.stages.spacing import WORD_GAP_EM, word_gaps
+
+REAL = Path(__file__).parent.parent / "fixtures" / "real"
 
 
 def _rewrite(items: list[object]) -> list[object]:
@@ -44,3 +50,22 @@ def test_moves_at_the_ends_and_backward_kerns_are_left_alone() -> None:
     ]
     # Then nothing changes
     assert _rewrite(list(items)) == items
+
+
+def test_a_word_gap_between_two_arrays_in_different_faces_is_a_space() -> None:
+    # Given a glossary entry: a command in a typewriter face, then its description in roman, each an
+    # array of its own, a word space apart (pypdf measures the move by the typewriter space: too wide)
+    page = PdfReader(REAL / "babel-bulgarian.pdf").pages[16]
+    # When the page is read
+    text = structured_text(page)
+    # Then the two are two words
+    assert "\\Romannumeral converts its argument" in text
+
+
+def test_arrays_drawn_one_after_the_other_are_measured_from_where_the_last_one_ended() -> None:
+    # Given a justified line that goes on in a second array without a move, then a lowered "E"
+    page = PdfReader(REAL / "vntex-manual-vi.pdf").pages[1]
+    # When the page is read
+    text = structured_text(page)
+    # Then the logo is not taken for two words
+    assert "VnT EX" not in text and "VnTEX" in text

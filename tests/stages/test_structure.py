@@ -153,6 +153,19 @@ def test_page_numbers_and_a_foot_with_a_date_are_left_out_but_repeated_text_is_n
     ]
 
 
+def test_a_table_that_ends_every_page_is_content_not_a_foot() -> None:
+    # Given pages that each end with the same table, its rows alike once their digits are masked
+    table = "Quarter\tRevenue\tCosts\nQ1\t11\t7\nQ2\t22\t14\nQ3\t33\t21\n"
+    seasons = "\n".join(
+        f"{{topic}} changed in {season}." for season in ("spring", "summer", "autumn", "winter")
+    )
+    texts = [seasons.format(topic=topic) + f"\n\n{table}" for topic in ("Sales", "Costs", "Staff")]
+    # When running lines are dropped
+    kept = drop_running_lines(texts)
+    # Then every page keeps its table
+    assert kept == texts
+
+
 def test_prose_columns_drawn_line_by_line_are_not_a_table(tmp_path: Path) -> None:
     # Given two columns of prose whose lines are drawn side by side on shared baselines
     left = ["The left column tells one story and its lines", "run down the page at a steady pace"] * 4
