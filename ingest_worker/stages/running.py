@@ -31,8 +31,6 @@ PEEL_ROUNDS = 3
 RUNNING_MIN_PAGES = 2
 # ... and one without digits on this many.
 RUNNING_MIN_PAGES_PLAIN = 3
-# A masked line this many times on one page is a table's or list's rows, not furniture.
-ROW_MIN_REPEATS = 3
 _DIGITS = re.compile(r"\d+")
 # A section number at the start or the end of a line ("3.3 Options", "Options 3.3").
 _SECTION_NUMBER = re.compile(r"(^\s*\d+(\.\d+)*\.?\s+|\s+\d+(\.\d+)*\s*$)")
@@ -81,10 +79,6 @@ def _drop_once(texts: list[str], keep_plain: list[set[str]], steps: list[bool]) 
     out = []
     for text, keys, kept, step in zip(texts, edges, keep_plain, steps, strict=True):
         lines = text.split("\n")
-        # A line whose masked form recurs three times or more on its own page is a row of a table or a
-        # list ("Q1 11 7", "Q2 22 14", ...), content that may well end every page: never furniture. (A
-        # letter's foot may hold two numbers of one shape, "080-613169" and "080-448664".)
-        on_page = Counter(_masked(line) for line in lines if line.strip())
         drop = set()
         # A head or foot stands once at its edge of a page: lines of one shape there are rows of a
         # table or a list ("Q2 22 14", "Q3 33 21"), however many pages end with them.
@@ -95,11 +89,7 @@ def _drop_once(texts: list[str], keep_plain: list[set[str]], steps: list[bool]) 
             line = lines[index].strip()
             has_digit = _DIGITS.search(line) is not None
             needed = RUNNING_MIN_PAGES if has_digit else RUNNING_MIN_PAGES_PLAIN
-            repeated = (
-                pages_with[key] >= needed
-                and on_page[key[1]] < ROW_MIN_REPEATS
-                and (line not in kept or exact[(key[0], line)] >= most)
-            )
+            repeated = pages_with[key] >= needed and (line not in kept or exact[(key[0], line)] >= most)
             numbered_head = _SECTION_NUMBER.search(line) is not None and line not in kept
             furniture = not step and (repeated or (numbered_head and _title(line) in titles))
             if _PAGE_NUMBER.match(line) or furniture:
