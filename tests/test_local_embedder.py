@@ -20,7 +20,9 @@ from shared.embeddings import Embedder
 from shared.local_embedder import LocalEmbedder
 from shared.settings import Settings
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "reference_vectors.json").read_text("utf-8"))
+# Made once with sentence-transformers and torch (fp32): shared/make_reference_vectors.py says how.
+REFERENCE_FILE = Path(__file__).parent.parent / "shared" / "reference_vectors.json"
+REFERENCE = json.loads(REFERENCE_FILE.read_text("utf-8"))
 
 
 @pytest.fixture(scope="session")
