@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,13 @@ OPSET = 17
 # 0.5 to 0.7 are equally good here.
 SMOOTH_ALPHA = 0.6
 _META_SOURCE, _META_RECIPE = "source_sha256", "recipe"
+# Vectors of a few varied sentences computed once with sentence-transformers and torch (fp32), and how:
+# make_reference_vectors.py beside this file. A model that strays further from them on the CPU that
+# builds it is not installed (the same bounds as tests/test_local_embedder.py).
+REFERENCE_FILE = Path(__file__).with_name("reference_vectors.json")
+MIN_COSINE, MIN_MEAN_COSINE = 0.99, 0.995
+# The x86 features that choose onnxruntime's int8 MatMul kernel (see _quantize).
+INT8_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx_vnni")
 
 # Calibration for the smoothing, unrelated to the test fixtures: the outlier channels belong to the
 # model (mostly at [CLS] and [SEP]), so a handful of varied texts finds them.
@@ -98,6 +106,7 @@ def build_model(cache_dir: str) -> str:
         props = {p.key: p.value for p in model.metadata_props}
         helper.set_model_props(model, {**props, _META_SOURCE: SOURCE_SHA256, _META_RECIPE: RECIPE})
         onnx.save(model, str(scratch / MODEL_FILE))
+        _check_accuracy(scratch / MODEL_FILE, source)
         # Atomic: a concurrent reader sees the old file or the whole new one, never a partial one.
         os.replace(scratch / MODEL_FILE, target)
     logger.info("built %s in %.1f s", target, time.monotonic() - started)
@@ -114,6 +123,55 @@ def _is_current(path: Path) -> bool:
         return False
     props = {p.key: p.value for p in model.metadata_props}
     return props.get(_META_SOURCE) == SOURCE_SHA256 and props.get(_META_RECIPE) == RECIPE
+
+
+def cpu_features() -> str:
+    """The CPU's int8-relevant features, saying where they were read.
+
+    /proc/cpuinfo describes the host's CPU, which is not the one the code runs on under an emulator
+    (qemu-user): cpuid, as numpy reads it, then decides, and both are shown when they disagree.
+    """
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    listed = ", ".join(f if f in flags else f"no {f}" for f in INT8_FEATURES)
+    try:
+        found = getattr(importlib.import_module("numpy._core._multiarray_umath"), "__cpu_features__", None)
+    except ImportError:
+        found = None
+    if not found:
+        return f"{listed} (/proc/cpuinfo)"
+    # numpy does not look for AVX-VNNI, the 256-bit VNNI of CPUs without AVX-512.
+    cpuid = {"avx2": "AVX2", "avx512f": "AVX512F", "avx512_vnni": "AVX512VNNI"}
+    if all(bool(found.get(name)) == (flag in flags) for flag, name in cpuid.items()):
+        return f"{listed} (/proc/cpuinfo; cpuid agrees)"
+    seen = ", ".join(f if found.get(name) else f"no {f}" for f, name in cpuid.items())
+    return f"{seen} (cpuid, through numpy; /proc/cpuinfo lists {listed}: another CPU, as under an emulator)"
+
+
+def _check_accuracy(path: Path, source: Path) -> None:
+    """Log how close the model at `path` comes to the reference vectors here; raise if not close enough."""
+    import onnxruntime as ort
+
+    reference = json.loads(REFERENCE_FILE.read_text("utf-8"))
+    expected = np.asarray(reference["vectors"], np.float32)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # One padded batch, as the embedder sends them (activation scales are per batch).
+    (vectors,) = session.run(["embeddings"], _feeds(source, reference["sentences"]))
+    cosines = (vectors * expected).sum(axis=1) / np.linalg.norm(expected, axis=1)
+    worst, mean, features = float(cosines.min()), float(cosines.mean()), cpu_features()
+    logger.info("CPU features: %s", features)
+    logger.info("cosine to the reference vectors: min %.4f, mean %.4f", worst, mean)
+    if worst < MIN_COSINE or mean < MIN_MEAN_COSINE:
+        sentence = reference["sentences"][int(cosines.argmin())]
+        raise RuntimeError(
+            f"The int8 {MODEL_NAME} built on this CPU ({features}) is not accurate enough here: cosine "
+            f"to the reference vectors min {worst:.4f} (for {sentence[:40]!r}), mean {mean:.4f}, where "
+            f"the offline embedder needs at least {MIN_COSINE} and {MIN_MEAN_COSINE}. The model was not "
+            "installed. Please report this CPU and these numbers; INGEST_EMBEDDER=openai works meanwhile."
+        )
 
 
 def _verify_sha256(path: Path) -> None:
@@ -153,16 +211,8 @@ def _quantize(source: Path, output: Path, model: onnx.ModelProto) -> None:
 def _activation_max(model: onnx.ModelProto, source: Path) -> dict[str, np.ndarray]:
     """Per-channel max |input| of every linear layer of the fp32 `model` over the calibration texts."""
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length=max_seq_length(source))
-    tokenizer.enable_padding()
-    batch = tokenizer.encode_batch(list(_CALIBRATION_TEXTS))
-    feeds = {
-        "input_ids": np.array([e.ids for e in batch], np.int64),
-        "attention_mask": np.array([e.attention_mask for e in batch], np.int64),
-    }
+    feeds = _feeds(source, _CALIBRATION_TEXTS)
     linears = {
         n.name: n.input[0] for n in model.graph.node if n.op_type == "MatMul" and n.name[:8] == "encoder."
     }
@@ -175,6 +225,20 @@ def _activation_max(model: onnx.ModelProto, source: Path) -> dict[str, np.ndarra
     values = session.run(list(linears.values()), feeds)
     tokens = feeds["attention_mask"].astype(bool)  # padding is not an activation the model keeps
     return {name: np.abs(value[tokens]).max(axis=0) for name, value in zip(linears, values, strict=True)}
+
+
+def _feeds(source: Path, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """The model's inputs for `texts` as one batch, truncated to the window and padded to the longest."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_seq_length(source))
+    tokenizer.enable_padding()
+    batch = tokenizer.encode_batch(list(texts))
+    return {
+        "input_ids": np.array([e.ids for e in batch], np.int64),
+        "attention_mask": np.array([e.attention_mask for e in batch], np.int64),
+    }
 
 
 class _Graph:
