@@ -1,4 +1,18 @@
-"""The offline embedder against reference vectors made with sentence-transformers, and its model cache."""
+"""The offline embedder against reference vectors made with sentence-transformers, and its model cache.
+
+onnxruntime's int8 kernels differ between CPUs (VNNI, AVX-512, AVX2 only). To run this module as an
+AVX2-only CPU would on a machine with VNNI, use QEMU's user-mode emulation of a Haswell (apt package
+`qemu-user`; its TCG has AVX2 but no AVX-512 or VNNI). It is slow (about 25 minutes on 2 cores), so it
+is a manual check, not part of `make test`:
+
+    PYTHONPATH=.:$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])') \
+    INGEST_MODEL_CACHE_DIR=$PWD/var/models qemu-x86_64 -cpu Haswell $(readlink -f .venv/bin/python) \
+        -m pytest tests/test_local_embedder.py -v -o log_cli=true -o log_cli_level=INFO
+
+The real interpreter is named because the venv's symlink would lose the venv under qemu, hence the
+explicit site-packages. The build's log line "CPU features: ..." then reads "avx2, no avx512f, no
+avx512_vnni (cpuid, ...)": /proc/cpuinfo still describes the host.
+"""
 
 from __future__ import annotations
 
