@@ -2,7 +2,7 @@
 
 onnxruntime's int8 kernels differ between CPUs (VNNI, AVX-512, AVX2 only). To run this module as an
 AVX2-only CPU would on a machine with VNNI, use QEMU's user-mode emulation of a Haswell (apt package
-`qemu-user`; its TCG has AVX2 but no AVX-512 or VNNI). It is slow (about 25 minutes on 2 cores), so it
+`qemu-user`; its TCG has AVX2 but no AVX-512 or VNNI). It is slow (13 minutes on a 2-core machine), so it
 is a manual check, not part of `make test`:
 
     PYTHONPATH=.:$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])') \
