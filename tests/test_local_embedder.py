@@ -1,8 +1,23 @@
-"""The offline embedder against reference vectors made with sentence-transformers, and its model cache."""
+"""The offline embedder against reference vectors made with sentence-transformers, and its model cache.
+
+onnxruntime's int8 kernels differ between CPUs (VNNI, AVX-512, AVX2 only). To run this module as an
+AVX2-only CPU would on a machine with VNNI, use QEMU's user-mode emulation of a Haswell (apt package
+`qemu-user`; its TCG has AVX2 but no AVX-512 or VNNI). It is slow (13 minutes on a 2-core machine), so it
+is a manual check, not part of `make test`:
+
+    PYTHONPATH=.:$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])') \
+    INGEST_MODEL_CACHE_DIR=$PWD/var/models qemu-x86_64 -cpu Haswell $(readlink -f .venv/bin/python) \
+        -m pytest tests/test_local_embedder.py -v -o log_cli=true -o log_cli_level=INFO
+
+The real interpreter is named because the venv's symlink would lose the venv under qemu, hence the
+explicit site-packages. The build's log line "CPU features: ..." then reads "avx2, no avx512f, no
+avx512_vnni (cpuid, ...)": /proc/cpuinfo still describes the host.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import subprocess
 import sys
@@ -20,7 +35,8 @@ from shared.embeddings import Embedder
 from shared.local_embedder import LocalEmbedder
 from shared.settings import Settings
 
-REFERENCE = json.loads((Path(__file__).parent / "fixtures" / "reference_vectors.json").read_text("utf-8"))
+# Made once with sentence-transformers and torch (fp32): shared/make_reference_vectors.py says how.
+REFERENCE = json.loads(embedding_model.REFERENCE_FILE.read_text("utf-8"))
 
 
 @pytest.fixture(scope="session")
@@ -126,18 +142,44 @@ def test_a_second_build_reuses_the_cached_file(model_cache: str, embedder: Local
     assert not list(Path(model_cache).glob(".build-*"))
 
 
-def test_a_file_from_another_recipe_is_rebuilt(model_cache: str, tmp_path: Path) -> None:
+def test_a_file_from_another_recipe_is_rebuilt(
+    model_cache: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     # Given a cached model whose recorded recipe is not the current one
     stale = onnx.load(str(Path(model_cache) / MODEL_FILE))
     helper.set_model_props(stale, {"source_sha256": embedding_model.SOURCE_SHA256, "recipe": "old"})
     onnx.save(stale, str(tmp_path / MODEL_FILE))
 
     # When the model is asked for
-    path = build_model(str(tmp_path))
+    with caplog.at_level(logging.INFO, logger=embedding_model.__name__):
+        path = build_model(str(tmp_path))
 
     # Then it was replaced by a current one
     props = {p.key: p.value for p in onnx.load(path).metadata_props}
     assert props["recipe"] == embedding_model.RECIPE
+    # And the build said which CPU it measured the new model on, and how close it came to the reference
+    messages = [r.getMessage() for r in caplog.records]
+    features = next(m for m in messages if m.startswith("CPU features: "))
+    assert all(flag in features for flag in embedding_model.INT8_FEATURES)
+    found = next(re.search(r"min ([0-9.]+), mean ([0-9.]+)", m) for m in messages if "reference vectors" in m)
+    assert found is not None
+    assert float(found[1]) >= 0.99
+    assert float(found[2]) >= 0.995
+
+
+def test_a_model_below_the_accuracy_bound_is_not_installed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a bound that no int8 model can reach (a cosine above 1)
+    monkeypatch.setattr(embedding_model, "MIN_COSINE", 1.001)
+
+    # When the model is built, then it is refused with the CPU it ran on and the cosine it measured
+    with pytest.raises(RuntimeError, match=r"not accurate enough here: cosine .* min 0\.9\d{3}") as refused:
+        build_model(str(tmp_path))
+    assert "avx2" in str(refused.value)
+
+    # And nothing was installed, nor left behind
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_weights_with_another_hash_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
