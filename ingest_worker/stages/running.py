@@ -54,12 +54,27 @@ def drop_running_lines(
     """
     keep_plain = headings or [set() for _ in texts]
     steps = _slide_steps(texts, wide or [False] * len(texts))
+    original = texts
     for _ in range(PEEL_ROUNDS):
         peeled = _drop_once(texts, keep_plain, steps)
         if peeled == texts:
             break
         texts = peeled
-    return texts
+    # Furniture is a page's margin, never its body: a long page that would keep under a quarter of its
+    # lines (pages of one template, a text repeated with other numbers) loses only its page numbers.
+    return [
+        _drop_once([before], [set()], [True])[0] if _mostly_peeled(before, text) else text
+        for text, before in zip(texts, original, strict=True)
+    ]
+
+
+def _mostly_peeled(before: str, after: str) -> bool:
+    lines = _line_count(before)
+    return lines > 4 * EDGE_LINES and 4 * _line_count(after) < lines
+
+
+def _line_count(text: str) -> int:
+    return sum(1 for line in text.split("\n") if line.strip())
 
 
 def _drop_once(texts: list[str], keep_plain: list[set[str]], steps: list[bool]) -> list[str]:

@@ -174,3 +174,19 @@ def test_prose_columns_drawn_line_by_line_are_not_a_table(tmp_path: Path) -> Non
     # Then no table is made of them: no tabs, every word kept
     assert "\t" not in page.text
     assert squash_whitespace(page.text) == " ".join(f"{a} {b}" for a, b in zip(left, right, strict=True))
+
+
+def test_pages_of_one_template_keep_their_body() -> None:
+    # Given statement pages whose every line recurs on the others once its numbers are masked
+    pages = [
+        "\n".join(f"Account {n}: balance {n * 100 + line} on day {line}" for line in range(20)) + f"\n{n}\n"
+        for n in range(1, 6)
+    ]
+
+    # When running heads and feet are left out
+    kept = drop_running_lines(pages)
+
+    # Then each page keeps its whole body and loses only its page number
+    for page, text in zip(pages, kept, strict=True):
+        assert text.split("\n")[:20] == page.split("\n")[:20]
+        assert text.strip().split("\n")[-1].startswith("Account")
