@@ -16,10 +16,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from werkzeug.datastructures import FileStorage
 
-from gateway.representations import job_body
 from gateway.services import Services
 from shared import operations, outbox
 from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
+from shared.job_representation import job_body
 from shared.jobs import latest_job_of_document
 from shared.models import Document, Job, new_id
 

@@ -22,6 +22,7 @@ from standardwebhooks import Webhook
 
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
+from shared.job_representation import job_body
 from shared.models import DeliveryStatus, Tenant, WebhookDelivery, utcnow
 
 logger = logging.getLogger(__name__)
@@ -42,28 +43,12 @@ def event_id(job_id: str, seq: int) -> str:
 
 
 def event_body(event_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """What webhooks and the event stream carry for one stored event."""
-    error = payload.get("error_code")
+    """What webhooks and the event stream carry for one stored event: the job's body as it was."""
     return {
         "id": event_id(payload["job_id"], payload["seq"]),
         "type": event_type,
         "timestamp": payload["timestamp"],
-        "data": {
-            "job_id": payload["job_id"],
-            "document_id": payload["document_id"],
-            "kind": payload["kind"],
-            "status": payload["status"],
-            "stage": payload["stage"],
-            "progress": payload["progress"],
-            "counters": {
-                **{name: payload[name] for name in ("pages", "ocr_pages", "chunks", "points")},
-                # Events stored before the counter existed lack it.
-                "ocr_pages_dropped": payload.get("ocr_pages_dropped", 0),
-            },
-            "attempts": payload["attempts"],
-            "error": {"code": error, "message": payload.get("error_message")} if error else None,
-            "seq": payload["seq"],
-        },
+        "data": job_body(payload),
     }
 
 
