@@ -6,27 +6,19 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from gateway.schemas import CountersSchema, ErrorSchema, JobSchema
-from shared import jobs, operations
+from shared import jobs
 from shared.db import Database
 from shared.errors import PermanentError
 from shared.job_representation import job_body
-from shared.models import Document, Job, JobEvent, WebhookDelivery
-from shared.tenants import create_tenant
+from shared.models import Job, JobEvent, WebhookDelivery
 from shared.webhooks import event_body
+from tests.test_outbox import hooked_job
 
 
 def failed_job(db: Database) -> str:
-    """A job that started, counted its pages and failed, with a callback (so it has deliveries)."""
+    """A job that started, counted its pages and failed, at a webhook endpoint (so it has deliveries)."""
+    job_id = hooked_job(db)
     with db.transaction() as session:
-        tenant, _ = create_tenant(session, "acme")
-        document = Document(
-            tenant_id=tenant.id, filename="a.pdf", sha256="0" * 64, size_bytes=1, object_key="k"
-        )
-        session.add(document)
-        session.flush()
-        job_id = operations.create_job(
-            session, tenant_id=tenant.id, document_id=document.id, callback_url="https://example.com/hook"
-        ).id
         jobs.start(session, job_id, "validate")
         jobs.advance(session, job_id, "validate", pages=3)
         jobs.fail(session, job_id, PermanentError("The file is not a PDF.", code="not_a_pdf"))

@@ -194,9 +194,7 @@ def replay_job(job_id: str) -> Any:
         job = session.get(Job, job_id)
         if job is None:
             raise NotFoundError("No such job.")
-        body = job_body(retry_job(session, job))
-    svc.relay.publish_for_jobs([job_id])
-    return body
+        return job_body(retry_job(session, job))
 
 
 @blp.route("/v1/admin/tenants/<tenant_id>/reindex", methods=["POST"])

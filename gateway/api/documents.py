@@ -186,5 +186,4 @@ def delete_document(document_id: str) -> Any:
                 raise NotFoundError("No such document.") from None
             raise
         body = job_body(job)
-    svc.relay.publish_for_jobs([body["job_id"]])
     return body, 202, {"Location": url_for("jobs.get_job", job_id=body["job_id"])}

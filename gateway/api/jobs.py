@@ -71,6 +71,4 @@ def retry_job(job_id: str) -> Any:
     """Run a failed or dead-lettered job again from the stage it stopped at."""
     svc = services()
     with svc.db.transaction() as session:
-        body = job_body(operations.retry_job(session, _own_job(session, job_id)))
-    svc.relay.publish_for_jobs([job_id])
-    return body
+        return job_body(operations.retry_job(session, _own_job(session, job_id)))
