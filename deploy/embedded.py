@@ -41,9 +41,7 @@ def main() -> None:
         if requeued:
             logger.info("re-queued %s unfinished job(s) from before the restart", requeued)
     publisher = Publisher(broker)
-    relay = Relay(
-        resources.db.sessions, publisher, interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant
-    )
+    relay = Relay.from_settings(resources.db.sessions, publisher, settings)
     loop = MaintenanceLoop(resources.db, relay, settings, lambda: resources.vectors)
     loop.run_once()
     loop.start_thread()

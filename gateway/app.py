@@ -76,13 +76,12 @@ def create_app(
             "components": {"securitySchemes": {"bearer": BEARER}},
         },
     )
+    # Every request's commit hands the outbox rows it wrote (stage messages, webhook deliveries)
+    # to the relay at once.
+    relay = Relay.from_settings(db.sessions, publisher, settings)
+    relay.attach(db.sessions)
     app.extensions["ingest"] = Services(
-        settings,
-        db,
-        make_storage(settings),
-        Relay(db.sessions, publisher, interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant),
-        vectors=vectors,
-        embedder=embedder,
+        settings, db, make_storage(settings), relay, vectors=vectors, embedder=embedder
     )
     api = IngestApi(app)
     for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):

@@ -1,41 +1,12 @@
-"""How jobs, documents, tenants and keys look on the wire."""
+"""How documents, tenants, keys, dead letters and deliveries look on the wire (a job's body is
+`shared.job_representation`, shared with the webhooks and the event stream)."""
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
+from shared.job_representation import iso_time, job_body
 from shared.models import ApiKey, DeadLetter, Document, Job, Reindex, Tenant, WebhookDelivery, utcnow
-
-
-def _time(value: datetime | None) -> str | None:
-    return None if value is None else value.isoformat() + "Z"
-
-
-def job_body(job: Job) -> dict[str, Any]:
-    """The business state of a job (never the broker's task state)."""
-    return {
-        "job_id": job.id,
-        "document_id": job.document_id,
-        "kind": job.kind,
-        "status": job.status,
-        "stage": job.stage,
-        "progress": job.progress,
-        "counters": {
-            "pages": job.pages,
-            "ocr_pages": job.ocr_pages,
-            "ocr_pages_dropped": job.ocr_pages_dropped,
-            "chunks": job.chunks,
-            "points": job.points,
-        },
-        "attempts": job.attempts,
-        "error": {"code": job.error_code, "message": job.error_message} if job.error_code else None,
-        "seq": job.seq,
-        "created_at": _time(job.created_at),
-        "updated_at": _time(job.updated_at),
-        "started_at": _time(job.started_at),
-        "finished_at": _time(job.finished_at),
-    }
 
 
 def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
@@ -46,7 +17,7 @@ def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
         "size_bytes": document.size_bytes,
         "page_count": document.page_count,
         "ocr_languages": document.ocr_languages,
-        "created_at": _time(document.created_at),
+        "created_at": iso_time(document.created_at),
         "deleted": document.deleted_at is not None,
         "latest_job": job_body(latest_job) if latest_job is not None else None,
     }
@@ -64,7 +35,7 @@ def tenant_body(tenant: Tenant, api_key: str | None = None) -> dict[str, Any]:
             "max_storage_mb": tenant.max_storage_mb,
         },
         "ocr_languages": tenant.ocr_languages,
-        "created_at": _time(tenant.created_at),
+        "created_at": iso_time(tenant.created_at),
     }
     if api_key is not None:
         body["api_key"] = api_key
@@ -76,7 +47,7 @@ def key_body(key: ApiKey, plain: str | None = None) -> dict[str, Any]:
         "key_id": key.id,
         "prefix": key.prefix,
         "role": key.role,
-        "created_at": _time(key.created_at),
+        "created_at": iso_time(key.created_at),
         "revoked": key.revoked_at is not None,
     }
     if plain is not None:
@@ -93,7 +64,7 @@ def dead_letter_body(letter: DeadLetter) -> dict[str, Any]:
         "actor": letter.actor,
         "error": {"code": letter.error_code, "message": letter.error_message},
         "retries": letter.retries,
-        "created_at": _time(letter.created_at),
+        "created_at": iso_time(letter.created_at),
         "replayed": letter.replayed_at is not None,
     }
 
@@ -110,10 +81,10 @@ def delivery_body(delivery: WebhookDelivery) -> dict[str, Any]:
         "last_response_status": delivery.last_response_status,
         "last_error_code": delivery.last_error_code,
         "attempt_log": list(delivery.attempt_log or []),
-        "next_attempt_at": _time(delivery.next_attempt_at) if delivery.status == "pending" else None,
-        "last_attempt_at": _time(delivery.last_attempt_at),
-        "delivered_at": _time(delivery.delivered_at),
-        "created_at": _time(delivery.created_at),
+        "next_attempt_at": iso_time(delivery.next_attempt_at) if delivery.status == "pending" else None,
+        "last_attempt_at": iso_time(delivery.last_attempt_at),
+        "delivered_at": iso_time(delivery.delivered_at),
+        "created_at": iso_time(delivery.created_at),
     }
 
 
@@ -122,7 +93,7 @@ def webhook_settings_body(tenant: Tenant) -> dict[str, Any]:
     return {
         "default_callback_url": tenant.default_callback_url,
         "secret": tenant.webhook_secret,
-        "previous_secret_valid_until": _time(until) if until and until > utcnow() else None,
+        "previous_secret_valid_until": iso_time(until) if until and until > utcnow() else None,
     }
 
 
@@ -140,8 +111,8 @@ def reindex_body(reindex: Reindex, **extra: Any) -> dict[str, Any]:
         "done": reindex.done,
         "failed": reindex.failed,
         "failures": reindex.failures or [],
-        "created_at": _time(reindex.created_at),
-        "flipped_at": _time(reindex.flipped_at),
-        "finished_at": _time(reindex.finished_at),
+        "created_at": iso_time(reindex.created_at),
+        "flipped_at": iso_time(reindex.flipped_at),
+        "finished_at": iso_time(reindex.finished_at),
         **extra,
     }

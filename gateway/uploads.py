@@ -16,10 +16,10 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from werkzeug.datastructures import FileStorage
 
-from gateway.representations import job_body
 from gateway.services import Services
-from shared import operations, outbox
+from shared import operations
 from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
+from shared.job_representation import job_body
 from shared.jobs import latest_job_of_document
 from shared.models import Document, Job, new_id
 
@@ -161,7 +161,6 @@ def _accept_once(
         item.object_key = f"documents/{tenant_id}/{item.document_id}.pdf"
         svc.storage.put_file(item.object_key, item.upload.stream, size=item.size)
 
-    published: list[int] = []
     try:
         with svc.db.transaction() as session:
             tenant = operations.lock_tenant(session, tenant_id)
@@ -198,7 +197,6 @@ def _accept_once(
                 )
                 item.job = job_body(job)
                 item.new_job = True
-            published = outbox.added_ids(session)
     except BaseException:
         for item in new_files:
             if item.object_key:
@@ -212,4 +210,3 @@ def _accept_once(
         else:
             item.job = job_body(job) if job is not None else None
         item.duplicate = True
-    svc.relay.publish(published)

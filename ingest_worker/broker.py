@@ -18,6 +18,7 @@ from dramatiq.middleware import (
 from ingest_worker.middleware.current_broker import CurrentBroker
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.log_context import LogContext
+from ingest_worker.middleware.outbox_relay import OutboxRelay
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.stage_metrics import StageMetrics
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
@@ -69,6 +70,7 @@ def build_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
     broker = make_broker(settings, middleware=worker_middleware(metrics_port))
     broker.add_middleware(tenant_concurrency(broker, settings))
     broker.add_middleware(HandOffs(lambda: current(settings)))
+    broker.add_middleware(OutboxRelay(lambda: current(settings)))
     purge_every_s = 5 * settings.maintenance_interval_s
     broker.add_middleware(VersionPurge(lambda: current(settings), interval_s=purge_every_s))
     return broker

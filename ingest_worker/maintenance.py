@@ -1,5 +1,5 @@
 """The maintenance loop: the one home of periodic duties (resuming lost jobs, flipping reindexes,
-publishing the outbox and due webhook deliveries).
+the outbox relay's sweep of stage messages and webhook deliveries).
 
 A thread of the embedded process; its own process in production (`python -m
 ingest_worker.maintenance`). Safe to run more than once: outbox rows are claimed by
@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 from ingest_worker.reindexer import advance_reindexes
 from ingest_worker.sweeper import BrokerEpoch, sweep
-from shared import job_stages, outbox, webhooks
+from shared import job_stages, outbox
 from shared.db import Database
 from shared.jobs import ACTIVE
 from shared.models import Job, OutboxMessage
@@ -62,12 +62,7 @@ class MaintenanceLoop:
         advance_reindexes(self.db, self.vectors, window=self.settings.reindex_window)
         published = self.relay.publish_pending()
         if published:
-            logger.info("relay published %s outbox message(s)", published)
-        webhooks.publish_due(
-            self.db.sessions,
-            self.relay.publisher.publish_webhook,
-            republish_after_s=self.settings.webhook_republish_after_s,
-        )
+            logger.info("relay published %s outbox row(s)", published)
 
     def run_forever(self) -> None:
         while not self.stopped.is_set():
@@ -113,11 +108,9 @@ def main() -> None:
     settings = Settings.from_env()
     setup_logging(settings)
     db = Database.from_settings(settings)
-    relay = Relay(
-        db.sessions,
-        Publisher(make_broker(settings)),
-        interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
-    )
+    relay = Relay.from_settings(db.sessions, Publisher(make_broker(settings)), settings)
+    # What this loop's own passes write (resumed jobs, reindex jobs) leaves at once.
+    relay.attach(db.sessions)
     vectors = cache(lambda: VectorStore.from_settings(settings)) if settings.qdrant_url else None
     loop = MaintenanceLoop(db, relay, settings, vectors)
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())

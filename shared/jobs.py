@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from shared import webhooks
 from shared.errors import IngestError, StaleTransitionError
+from shared.job_representation import iso_time, job_fields
 from shared.models import Job, JobEvent, JobKind, JobStage, JobStatus, StageStatus, utcnow
 from shared.queue import pipeline_of_stage
 
@@ -104,25 +105,6 @@ EVENT_FOR_STATUS: Mapping[JobStatus, str] = {
     S.CANCELLED: "job.cancelled",
 }
 
-SNAPSHOT_FIELDS = (
-    "id",
-    "tenant_id",
-    "document_id",
-    "kind",
-    "status",
-    "stage",
-    "progress",
-    "pages",
-    "ocr_pages",
-    "ocr_pages_dropped",
-    "chunks",
-    "points",
-    "attempts",
-    "error_code",
-    "error_message",
-    "seq",
-)
-
 
 @dataclass(frozen=True)
 class JobSnapshot:
@@ -163,9 +145,7 @@ def _write(
 def record_event(session: Session, snapshot: JobSnapshot, event_type: str) -> None:
     """Write the event that reports the change `snapshot` came from, and its webhook delivery
     (same transaction)."""
-    payload = {name: snapshot.row[name] for name in SNAPSHOT_FIELDS}
-    payload["job_id"] = payload.pop("id")
-    payload["timestamp"] = snapshot.row["updated_at"].isoformat() + "Z"
+    payload = {**job_fields(snapshot.row), "timestamp": iso_time(snapshot.row["updated_at"])}
     session.add(
         JobEvent(
             job_id=snapshot.id,

@@ -1,38 +1,61 @@
-"""The transactional outbox: messages written with the job, published by a relay after commit.
+"""The transactional outbox and its one relay: every row written with a job's change (a stage message,
+a webhook delivery) is published by the same relay, right after its transaction commits, and by a
+sweep for whatever that left.
 
-`add_message` writes a row in the caller's transaction. `Relay.publish` is the fast path right after
-commit; `Relay.publish_pending` is the sweep the maintenance loop runs for whatever was left (broker
-down, process killed between commit and publish). A row is claimed by moving its `available_at`
-forward with a compare-and-set, so two relays never publish the same row at the same moment; a
-publish that fails leaves the row for a later sweep with a growing delay. Delivery stays at least
-once (a relay may die after publishing and before marking), which the idempotent stages absorb.
+`add_message` writes a stage message in the caller's transaction; `shared.webhooks.add_deliveries`
+writes deliveries the same way. Once a relay is attached to a session factory (`Relay.attach`: the
+gateway, the workers and the maintenance loop each attach theirs), a commit that added outbox rows
+hands them to the relay at once: the fast path, wherever a job event is written. `Relay.publish_pending`
+is the sweep the maintenance loop runs: rows whose fast path failed (broker down, process killed
+between commit and publish) and rows due later (a webhook's retry). Each row kind (shared/stage_messages.py,
+`shared.webhooks.WebhookDeliveries`) claims its rows by a compare-and-set, so two relays never publish
+the same row at once. Delivery stays at least once, which the idempotent consumers absorb.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+import weakref
 from collections.abc import Iterable
-from datetime import timedelta
+from datetime import datetime
+from typing import Any, Protocol
 
-from sqlalchemy import func, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import ColumnElement, event, select
+from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
-from shared import jobs
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
-from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
+from shared.models import OutboxMessage, WebhookDelivery, utcnow
 from shared.queue import Publisher
+from shared.settings import Settings
+from shared.stage_messages import StageMessages
+from shared.webhooks import WebhookDeliveries
 
 logger = logging.getLogger(__name__)
 
-CLAIM_S = 30
-ACTIVE_STATUSES = [
-    s.value for s in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING, JobStatus.CANCEL_REQUESTED)
-]
-MAX_BACKOFF_S = 60
-# Where a session keeps the ids of the outbox rows added in it, for the fast path after its commit.
+STAGES, WEBHOOKS = StageMessages.name, WebhookDeliveries.name
+# The kind of each outbox table's rows, for the rows a transaction adds.
+KIND_OF: dict[type, str] = {OutboxMessage: STAGES, WebhookDelivery: WEBHOOKS}
+# After a broker failure the fast path stays quiet at most this long: requests are not slowed by a
+# broker that is down, and the sweep keeps trying.
+MAX_QUIET_S = 5.0
+# Where a session keeps the ids of the outbox rows its transaction added, by kind.
 _ADDED = "outbox_added"
+
+
+class RowKind(Protocol):
+    """One kind of outbox row: which rows are due, and how one is claimed, sent and marked."""
+
+    name: str
+    model: Any
+
+    def due(self, now: datetime) -> ColumnElement[bool]: ...
+    def claim(self, session: Session, row_id: int, now: datetime) -> Any | None: ...
+    def send(self, claim: Any) -> None: ...
+    def sent(self, session: Session, row_id: int, claim: Any) -> None: ...
+    def unsent(self, session: Session, row_id: int, claim: Any, error: BrokerUnavailableError) -> float: ...
 
 
 def add_message(session: Session, job_id: str, stage: str, *, part: int | None = None) -> OutboxMessage:
@@ -41,32 +64,40 @@ def add_message(session: Session, job_id: str, stage: str, *, part: int | None =
     row = OutboxMessage(job_id=job_id, stage=stage, part=part)
     session.add(row)
     session.flush()
-    session.info.setdefault(_ADDED, []).append(row.id)
     return row
 
 
-def added_ids(session: Session) -> list[int]:
-    """The ids of the outbox rows this session has added: what to hand to `Relay.publish` once the
-    transaction has committed (no query needed to find them again)."""
-    return list(session.info.get(_ADDED, ()))
-
-
 class Relay:
-    """Publishes outbox rows on the broker and marks them published."""
+    """Publishes outbox rows of every kind on the broker and marks them published."""
 
     def __init__(
-        self, sessions: sessionmaker[Session], publisher: Publisher, *, interactive_jobs_per_tenant: int = 4
+        self,
+        sessions: sessionmaker[Session],
+        publisher: Publisher,
+        *,
+        interactive_jobs_per_tenant: int = 4,
+        webhook_republish_after_s: float = 300.0,
     ) -> None:
         self.sessions = sessions
         self.publisher = publisher
-        # A job with this many older unfinished jobs of its tenant goes to the backlog lane.
-        self.interactive_jobs_per_tenant = interactive_jobs_per_tenant
-        # After a broker failure the fast path stays quiet for a moment, so requests are not
-        # slowed by a broker that is down; the sweep keeps trying.
+        stages = StageMessages(publisher, interactive_jobs_per_tenant=interactive_jobs_per_tenant)
+        webhooks = WebhookDeliveries(publisher, republish_after_s=webhook_republish_after_s)
+        self.kinds: dict[str, RowKind] = {stages.name: stages, webhooks.name: webhooks}
         self._quiet_until = 0.0
 
-    def publish(self, ids: Iterable[int]) -> int:
-        """Fast path: publish these rows now if the broker looks healthy. Returns how many.
+    @classmethod
+    def from_settings(
+        cls, sessions: sessionmaker[Session], publisher: Publisher, settings: Settings
+    ) -> Relay:
+        return cls(
+            sessions,
+            publisher,
+            interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
+            webhook_republish_after_s=settings.webhook_republish_after_s,
+        )
+
+    def publish(self, ids: Iterable[int], kind: str = STAGES) -> int:
+        """Fast path: publish these rows of `kind` now if the broker looks healthy. Returns how many.
 
         Runs after the caller's commit, so it never raises: whatever it cannot publish, the sweep
         publishes later.
@@ -76,112 +107,104 @@ class Relay:
         published = 0
         for row_id in ids:
             try:
-                published += self._publish_one(row_id)
+                published += self._publish_one(self.kinds[kind], row_id)
             except Exception:
                 logger.exception(
-                    "outbox row %s not published on the fast path; the sweep will retry it", row_id
+                    "%s row %s not published on the fast path; the sweep will retry it", kind, row_id
                 )
         return published
-
-    def publish_for_jobs(self, job_ids: Iterable[str]) -> int:
-        """Fast path for the rows of jobs just committed."""
-        job_ids = list(job_ids)
-        if not job_ids:
-            return 0
-        with transaction(self.sessions) as session:
-            ids = session.scalars(
-                select(OutboxMessage.id).where(
-                    OutboxMessage.job_id.in_(job_ids), OutboxMessage.published_at.is_(None)
-                )
-            ).all()
-        return self.publish(ids)
 
     def publish_pending(self, limit: int = 100) -> int:
-        """Sweep: publish rows that are due. Returns how many were published."""
-        with transaction(self.sessions) as session:
-            due = session.scalars(
-                select(OutboxMessage.id)
-                .where(OutboxMessage.published_at.is_(None), OutboxMessage.available_at <= utcnow())
-                .order_by(OutboxMessage.id)
-                .limit(limit)
-            ).all()
+        """Sweep: publish the rows of every kind that are due, up to `limit` of each. Returns how many."""
         published = 0
-        for row_id in due:
-            ok = self._publish_one(row_id)
-            published += ok
-            if not ok and time.monotonic() < self._quiet_until:
-                break
+        for kind in self.kinds.values():
+            now = utcnow()
+            with transaction(self.sessions) as session:
+                due = session.scalars(
+                    select(kind.model.id).where(kind.due(now)).order_by(kind.model.id).limit(limit)
+                ).all()
+            for row_id in due:
+                ok = self._publish_one(kind, row_id)
+                published += ok
+                if not ok and time.monotonic() < self._quiet_until:
+                    return published
         return published
 
-    def _claim(self, row_id: int) -> tuple[str, str, int | None, int, str | None, str] | None:
-        now = utcnow()
+    def _publish_one(self, kind: RowKind, row_id: int) -> bool:
         with transaction(self.sessions) as session:
-            row = session.execute(
-                update(OutboxMessage)
-                .where(
-                    OutboxMessage.id == row_id,
-                    OutboxMessage.published_at.is_(None),
-                    OutboxMessage.available_at <= now,
-                )
-                .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
-                .returning(
-                    OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.part, OutboxMessage.attempts
-                )
-            ).first()
-            if row is None:
-                return None
-            job = session.get(Job, row[0])
-            if job is None:
-                return row[0], row[1], row[2], row[3], None, "interactive"
-            return row[0], row[1], row[2], row[3], job.tenant_id, self._lane(session, job)
-
-    def _lane(self, session: Session, job: Job) -> str:
-        """`bulk` for a reindex job; `backlog` for a job that has enough older unfinished jobs of its
-        tenant ahead of it (reindex jobs do not count: they travel in their own lane)."""
-        if job.kind == JobKind.REINDEX.value:
-            return "bulk"
-        limit = self.interactive_jobs_per_tenant
-        if limit <= 0:
-            return "interactive"
-        ahead = session.scalar(
-            select(func.count())
-            .select_from(Job)
-            .where(
-                Job.tenant_id == job.tenant_id,
-                Job.status.in_(ACTIVE_STATUSES),
-                Job.kind != JobKind.REINDEX.value,
-                Job.created_at < job.created_at,
-            )
-        )
-        return "backlog" if (ahead or 0) >= limit else "interactive"
-
-    def _publish_one(self, row_id: int) -> bool:
-        claimed = self._claim(row_id)
-        if claimed is None:
+            claim = kind.claim(session, row_id, utcnow())
+        if claim is None:
             return False
-        job_id, stage, part, attempts, tenant_id, lane = claimed
         try:
-            if part is None:
-                self.publisher.publish(job_id, stage, tenant_id, lane)
-            else:
-                self.publisher.publish_part(job_id, stage, part, tenant_id, lane)
+            kind.send(claim)
         except BrokerUnavailableError as exc:
-            backoff = min(MAX_BACKOFF_S, 2 ** min(attempts, 6))
-            self._quiet_until = time.monotonic() + min(backoff, 5)
-            logger.warning("outbox row %s not published (%s); next try in %ss", row_id, exc.code, backoff)
             with transaction(self.sessions) as session:
-                session.execute(
-                    update(OutboxMessage)
-                    .where(OutboxMessage.id == row_id)
-                    .values(available_at=utcnow() + timedelta(seconds=backoff), last_error=exc.code)
-                )
+                quiet_s = kind.unsent(session, row_id, claim, exc)
+            self._quiet_until = time.monotonic() + min(quiet_s, MAX_QUIET_S)
             return False
         with transaction(self.sessions) as session:
-            session.execute(
-                update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow())
-            )
-            # A running job's next message is in the broker now: the sweeper must not take it for a
-            # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
-            jobs.record_hand_off(session, job_id)
-        logger.debug("published job %s from stage %s (outbox row %s)", job_id, stage, row_id)
+            kind.sent(session, row_id, claim)
         return True
+
+    def attach(self, sessions: sessionmaker[Session]) -> None:
+        """Publish the outbox rows each transaction of `sessions` adds right after it commits.
+
+        One relay per session factory: a second `attach` to the same factory (the embedded process
+        wires the gateway and the workers to one database) leaves the first in place.
+        """
+        if _ATTACHED.get(sessions) is not None:
+            return
+        _ATTACHED[sessions] = self
+        event.listen(sessions, "after_flush", _collect_added)
+        event.listen(sessions, "after_commit", lambda session: _committed(self, session))
+        event.listen(sessions, "after_rollback", _rolled_back)
+        event.listen(sessions, "after_transaction_create", _began)
+        event.listen(sessions, "after_transaction_end", _ended)
+
+
+_ATTACHED: weakref.WeakKeyDictionary[sessionmaker[Session], Relay] = weakref.WeakKeyDictionary()
+
+
+class _ThreadState(threading.local):
+    def __init__(self) -> None:
+        # Sessions of this thread with a transaction open, and rows committed but not yet handed on.
+        self.open: weakref.WeakSet[Session] = weakref.WeakSet()
+        self.committed: list[tuple[Relay, str, list[int]]] = []
+
+
+_thread = _ThreadState()
+
+
+def _collect_added(session: Session, _flush: Any) -> None:
+    for row in session.new:
+        kind = KIND_OF.get(type(row))
+        if kind is not None:
+            session.info.setdefault(_ADDED, {}).setdefault(kind, []).append(row.id)
+
+
+def _committed(relay: Relay, session: Session) -> None:
+    for kind, ids in session.info.pop(_ADDED, {}).items():
+        _thread.committed.append((relay, kind, ids))
+
+
+def _rolled_back(session: Session) -> None:
+    session.info.pop(_ADDED, None)
+
+
+def _began(session: Session, tx: SessionTransaction) -> None:
+    if tx.parent is None:
+        _thread.open.add(session)
+
+
+def _ended(session: Session, tx: SessionTransaction) -> None:
+    """Hand what committed to the relay once no other transaction of this thread is open: one still
+    open may hold the locks the relay's own short transactions need (SQLite's writer lock, a job row
+    on PostgreSQL), so the rows wait until the outermost one ends."""
+    if tx.parent is not None:
+        return
+    _thread.open.discard(session)
+    if not _thread.committed or any(s.in_transaction() for s in _thread.open):
+        return
+    added, _thread.committed = _thread.committed, []
+    for relay, kind, ids in added:
+        relay.publish(ids, kind)

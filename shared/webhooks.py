@@ -1,9 +1,10 @@
 """Webhook events: the body every receiver sees, the delivery rows written with each event, signing,
-and the relay that hands due deliveries to the broker.
+and how the outbox relay hands due deliveries to the broker.
 
 A delivery row is written by `add_deliveries` in the transaction that writes the job's event (the
-webhook outbox), so a delivery exists if and only if its change committed. The maintenance loop
-publishes due rows (`publish_due`), which also covers retries, lost messages and broker outages.
+webhook outbox), so a delivery exists if and only if its change committed. The relay
+(shared/outbox.py) publishes it right after that commit, and its sweep in the maintenance loop
+publishes what is due later: retries, lost messages, rows left by a broker outage.
 """
 
 from __future__ import annotations
@@ -12,23 +13,26 @@ import base64
 import json
 import logging
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import ColumnElement, and_, or_, update
+from sqlalchemy.orm import Session
 from standardwebhooks import Webhook
 
-from shared.db import transaction
 from shared.errors import BrokerUnavailableError
+from shared.job_representation import job_body
 from shared.models import DeliveryStatus, Tenant, WebhookDelivery, utcnow
+from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
 
 PROGRESS_EVENTS = frozenset({"job.stage_completed"})
 TERMINAL_EVENTS = frozenset({"job.completed", "job.failed", "job.cancelled", "job.dead_lettered"})
 USER_AGENT = "pdf-ingest-webhooks/1"
+# After the broker refuses a delivery, how long the relay's fast path leaves the broker alone.
+UNSENT_QUIET_S = 2.0
 
 
 def new_secret() -> str:
@@ -42,28 +46,12 @@ def event_id(job_id: str, seq: int) -> str:
 
 
 def event_body(event_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:
-    """What webhooks and the event stream carry for one stored event."""
-    error = payload.get("error_code")
+    """What webhooks and the event stream carry for one stored event: the job's body as it was."""
     return {
         "id": event_id(payload["job_id"], payload["seq"]),
         "type": event_type,
         "timestamp": payload["timestamp"],
-        "data": {
-            "job_id": payload["job_id"],
-            "document_id": payload["document_id"],
-            "kind": payload["kind"],
-            "status": payload["status"],
-            "stage": payload["stage"],
-            "progress": payload["progress"],
-            "counters": {
-                **{name: payload[name] for name in ("pages", "ocr_pages", "chunks", "points")},
-                # Events stored before the counter existed lack it.
-                "ocr_pages_dropped": payload.get("ocr_pages_dropped", 0),
-            },
-            "attempts": payload["attempts"],
-            "error": {"code": error, "message": payload.get("error_message")} if error else None,
-            "seq": payload["seq"],
-        },
+        "data": job_body(payload),
     }
 
 
@@ -148,50 +136,46 @@ def signed_request(
     return body.encode(), headers
 
 
-def publish_due(
-    sessions: sessionmaker[Session],
-    publish: Callable[[int], None],
-    *,
-    republish_after_s: float,
-    limit: int = 200,
-    ids: list[int] | None = None,
-) -> int:
-    """Hand deliveries that are due (of `ids`, when given) and not already in the broker to
-    `publish`; returns how many.
+class WebhookDeliveries:
+    """Delivery rows (`webhook_deliveries`) as the relay sees them: each is one `deliver_webhook`
+    message. A row is due while pending, its next attempt has come and it is not in the broker; it
+    is claimed by a compare-and-set on `published_at`, so two relays never publish it at once, and
+    one the broker never ran is published again after `republish_after_s`."""
 
-    Each row is claimed by a compare-and-set on `published_at`, so two relays never publish the
-    same row at once; one the broker never ran is published again after `republish_after_s`.
-    """
-    now = utcnow()
-    stale = now - timedelta(seconds=republish_after_s)
-    not_in_broker = or_(WebhookDelivery.published_at.is_(None), WebhookDelivery.published_at < stale)
-    stmt = select(WebhookDelivery.id).where(
-        WebhookDelivery.status == DeliveryStatus.PENDING.value,
-        WebhookDelivery.next_attempt_at <= now,
-        not_in_broker,
-    )
-    if ids is not None:
-        stmt = stmt.where(WebhookDelivery.id.in_(ids))
-    with transaction(sessions) as session:
-        due = session.scalars(stmt.order_by(WebhookDelivery.id).limit(limit)).all()
-    published = 0
-    for delivery_id in due:
-        with transaction(sessions) as session:
-            claimed = session.execute(
-                update(WebhookDelivery)
-                .where(WebhookDelivery.id == delivery_id, not_in_broker)
-                .values(published_at=now)
-            ).rowcount  # type: ignore[attr-defined]
-        if not claimed:
-            continue
-        try:
-            publish(delivery_id)
-        except BrokerUnavailableError:
-            with transaction(sessions) as session:
-                session.execute(
-                    update(WebhookDelivery).where(WebhookDelivery.id == delivery_id).values(published_at=None)
-                )
-            logger.warning("broker unavailable; webhook deliveries wait for the next pass")
-            break
-        published += 1
-    return published
+    name = "webhooks"
+    model = WebhookDelivery
+
+    def __init__(self, publisher: Publisher, *, republish_after_s: float) -> None:
+        self.publisher = publisher
+        self.republish_after_s = republish_after_s
+
+    def due(self, now: datetime) -> ColumnElement[bool]:
+        stale = now - timedelta(seconds=self.republish_after_s)
+        return and_(
+            WebhookDelivery.status == DeliveryStatus.PENDING.value,
+            WebhookDelivery.next_attempt_at <= now,
+            or_(WebhookDelivery.published_at.is_(None), WebhookDelivery.published_at < stale),
+        )
+
+    def claim(self, session: Session, row_id: int, now: datetime) -> int | None:
+        claimed = session.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == row_id, self.due(now))
+            .values(published_at=now)
+            .execution_options(synchronize_session=False)
+        ).rowcount  # type: ignore[attr-defined]
+        return row_id if claimed else None
+
+    def send(self, claim: int) -> None:
+        self.publisher.publish_webhook(claim)
+
+    def sent(self, session: Session, row_id: int, claim: int) -> None:
+        """Nothing more to mark: `published_at` was set by the claim."""
+
+    def unsent(self, session: Session, row_id: int, claim: int, error: BrokerUnavailableError) -> float:
+        """Not in the broker after all: due again at once (the relay's quiet time spaces the tries)."""
+        logger.warning(
+            "webhook delivery %s not published (%s); it waits for the next pass", row_id, error.code
+        )
+        session.execute(update(WebhookDelivery).where(WebhookDelivery.id == row_id).values(published_at=None))
+        return UNSENT_QUIET_S

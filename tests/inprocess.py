@@ -58,11 +58,7 @@ def in_process_service(
         if worker
         else []
     )
-    relay = Relay(
-        resources.db.sessions,
-        Publisher(broker),
-        interactive_jobs_per_tenant=settings.interactive_jobs_per_tenant,
-    )
+    relay = Relay.from_settings(resources.db.sessions, Publisher(broker), settings)
     loop = MaintenanceLoop(resources.db, relay, settings, lambda: resources.vectors)
     if maintenance:
         loop.start_thread()
@@ -78,7 +74,8 @@ def in_process_service(
 
 def create_document_job(res: Resources, pdf: bytes, *, tenant: str = "acme") -> tuple[str, str]:
     """A tenant, a stored document and its queued ingest job, as the gateway would leave them
-    (committed with its outbox row, not yet published). Returns (tenant id, job id)."""
+    (committed with its outbox row, which a relay attached to `res.db` publishes at once, as in a
+    running service). Returns (tenant id, job id)."""
     import hashlib
 
     key = f"documents/{hashlib.sha256(pdf).hexdigest()}.pdf"

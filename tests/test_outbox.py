@@ -1,17 +1,28 @@
-"""The transactional outbox: rows commit with the job, the relay publishes them once the broker is up."""
+"""The transactional outbox: rows commit with the job; one relay publishes stage messages and webhook
+deliveries right after the commit, and its sweep whatever that left, once the broker is up."""
 
 from __future__ import annotations
 
 import socket
 
 import pytest
-from sqlalchemy import select
+from dramatiq import Message
+from dramatiq.broker import Broker
+from sqlalchemy import select, update
 
 from shared import jobs, outbox
 from shared.db import Database
-from shared.models import Job, OutboxMessage
+from shared.models import Job, OutboxMessage, Tenant, WebhookDelivery
 from shared.outbox import Relay
-from shared.queue import ACTOR_FOR_STAGE, QUEUE_INGEST, QUEUE_OCR, Publisher, make_broker
+from shared.queue import (
+    ACTOR_FOR_STAGE,
+    QUEUE_INGEST,
+    QUEUE_OCR,
+    QUEUE_WEBHOOKS,
+    WEBHOOK_ACTOR,
+    Publisher,
+    make_broker,
+)
 from shared.settings import Settings
 from tests.test_jobs import new_job
 
@@ -127,3 +138,99 @@ def test_a_part_row_publishes_that_part_and_stamps_a_running_jobs_hand_off(
     with sqlite_db.transaction() as session:
         job = session.get(Job, job_id)
         assert job is not None and job.handed_on_at is not None
+
+
+def hooked_job(db: Database) -> str:
+    """A queued job whose tenant has a default webhook endpoint, so every event has a delivery."""
+    job_id = new_job(db)
+    with db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None
+        tenant = session.get(Tenant, job.tenant_id)
+        assert tenant is not None
+        tenant.default_callback_url = "https://example.com/hook"
+    return job_id
+
+
+def delivery_rows(db: Database, job_id: str) -> list[WebhookDelivery]:
+    with db.transaction() as session:
+        return list(
+            session.scalars(
+                select(WebhookDelivery).where(WebhookDelivery.job_id == job_id).order_by(WebhookDelivery.id)
+            )
+        )
+
+
+def attached_relay(db: Database, settings: Settings) -> Broker:
+    """An in-process broker, and a relay on it attached to the database's session factory."""
+    broker = make_broker(settings)
+    Relay.from_settings(db.sessions, Publisher(broker), settings).attach(db.sessions)
+    return broker
+
+
+def test_an_attached_relay_publishes_a_commits_rows_of_every_kind_at_once(
+    sqlite_db: Database, settings: Settings
+) -> None:
+    # Given a relay attached to the session factory, and a job with a webhook endpoint
+    job_id = hooked_job(sqlite_db)
+    broker = attached_relay(sqlite_db, settings)
+    # When one transaction moves the job on (an event, so a delivery) and queues a stage message
+    with sqlite_db.transaction() as session:
+        jobs.cancel_queued(session, job_id)
+        outbox.add_message(session, job_id, "validate")
+    # Then, with no sweep, both are in the broker and marked published
+    assert pending(sqlite_db) == []
+    assert broker.queues[QUEUE_INGEST].qsize() == 1
+    delivery = delivery_rows(sqlite_db, job_id)[-1]
+    assert delivery.event_type == "job.cancelled" and delivery.published_at is not None
+    message = Message.decode(broker.queues[QUEUE_WEBHOOKS].get_nowait())
+    assert (message.actor_name, message.args) == (WEBHOOK_ACTOR, (delivery.id,))
+
+
+def test_rows_of_a_rolled_back_transaction_are_never_published(
+    sqlite_db: Database, settings: Settings
+) -> None:
+    # Given an attached relay
+    job_id = new_job(sqlite_db)
+    broker = attached_relay(sqlite_db, settings)
+    # When a transaction that added a row fails
+    with pytest.raises(RuntimeError), sqlite_db.transaction() as session:
+        outbox.add_message(session, job_id, "validate")
+        raise RuntimeError("the request failed after the row was flushed")
+    # Then nothing went out, and nothing is left to go out
+    assert broker.queues[QUEUE_INGEST].qsize() == 0 and pending(sqlite_db) == []
+
+
+@pytest.mark.postgres
+def test_rows_committed_inside_another_open_transaction_wait_for_it(
+    pg_db: Database, settings: Settings
+) -> None:
+    # Given an attached relay and a job with a webhook endpoint
+    job_id = hooked_job(pg_db)
+    broker = attached_relay(pg_db, settings)
+    # When a transaction commits while another of the same thread holds the job's row locked
+    with pg_db.transaction() as outer:
+        outer.execute(update(Job).where(Job.id == job_id).values(attempts=Job.attempts + 1))
+        with pg_db.transaction() as inner:
+            outbox.add_message(inner, job_id, "validate")
+        # Then its rows wait (the relay would block on the lock the outer transaction holds)
+        assert broker.queues[QUEUE_INGEST].qsize() == 0
+    # And they go out as soon as the outer one ends
+    assert broker.queues[QUEUE_INGEST].qsize() == 1 and pending(pg_db) == []
+
+
+def test_the_sweep_publishes_due_deliveries_beside_stage_messages(
+    sqlite_db: Database, settings: Settings
+) -> None:
+    # Given a job with a delivery and a stage message, committed with no relay attached
+    job_id = hooked_job(sqlite_db)
+    with sqlite_db.transaction() as session:
+        jobs.cancel_queued(session, job_id)
+        outbox.add_message(session, job_id, "validate")
+    # When the relay's sweep runs
+    broker = make_broker(settings)
+    assert Relay.from_settings(sqlite_db.sessions, Publisher(broker), settings).publish_pending() == 2
+    # Then both went out, the delivery once, marked in its row
+    assert broker.queues[QUEUE_INGEST].qsize() == 1 and broker.queues[QUEUE_WEBHOOKS].qsize() == 1
+    assert [d.published_at is not None for d in delivery_rows(sqlite_db, job_id)] == [True]
+    assert Relay.from_settings(sqlite_db.sessions, Publisher(broker), settings).publish_pending() == 0

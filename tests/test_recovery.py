@@ -20,6 +20,7 @@ import ingest_worker.actors as actors
 from gateway.app import create_app
 from ingest_worker import steps
 from ingest_worker.maintenance import MaintenanceLoop
+from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from shared.db import Database
 from shared.models import Job, JobStage, OutboxMessage, utcnow
@@ -27,6 +28,7 @@ from shared.outbox import Relay
 from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings, child_environment
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
+from tests.databases import migrate_database
 from tests.inprocess import create_document_job, in_process_service
 from tests.pdfs import text_pdf
 
@@ -80,10 +82,11 @@ def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
 
 
 def test_a_crash_between_commit_and_publish_loses_nothing(settings: Settings) -> None:
-    # Given a job committed with its outbox row by a gateway that died before publishing it
+    # Given a job committed with its outbox row by a process that died before publishing it (its
+    # session factory has no relay attached, so nothing publishes after the commit)
     settings = settings.replace(maintenance_interval_s=0.2)
-    with in_process_service(settings, worker=False) as service:
-        _, job_id = create_document_job(service.resources, text_pdf(["Committed, never published. " * 20]))
+    migrate_database(settings.effective_database_url)
+    _, job_id = create_document_job(Resources(settings), text_pdf(["Committed, never published. " * 20]))
     # When a maintenance loop and a worker run, then the relay publishes the row and the job completes
     with in_process_service(settings, maintenance=True) as service:
         wait_for(

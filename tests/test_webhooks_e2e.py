@@ -115,6 +115,23 @@ def test_a_receiver_gets_every_event_signed_in_seq_order(service: InProcess) -> 
         assert newest_only(hook.events)[job_id]["status"] == "completed"
 
 
+def test_every_webhook_leaves_on_the_fast_path_with_no_sweep(settings: Settings) -> None:
+    # Given the service with no maintenance loop: nothing but the relay's fast path publishes
+    local = settings.replace(
+        webhook_allow_http=True, webhook_allowed_hosts="127.0.0.1", webhook_progress_interval_s=0
+    )
+    with in_process_service(local, maintenance=False) as service:
+        client = service.app.test_client()
+        key, secret = tenant(service)
+        with receiver([secret]) as hook:
+            # When a client uploads with a callback
+            job_id = upload(client, key, hook.url)
+            # Then every event of the gateway's and the workers' commits reaches the receiver
+            wait_for(lambda: len(hook.events) == len(EVERY_EVENT), "every webhook")
+            assert sorted(e["type"] for e in hook.events) == sorted(EVERY_EVENT)
+            assert job_of(client, key, job_id)["status"] == "completed"
+
+
 def test_a_receiver_failing_for_a_while_gets_the_events_later_and_can_ask_again(service: InProcess) -> None:
     client = service.app.test_client()
     key, secret = tenant(service)

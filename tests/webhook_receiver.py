@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ class Received:
     headers: dict[str, str]
     body: bytes
     event: dict[str, Any] | None  # None when the signature did not verify
+    at: float = 0.0  # when it arrived (time.time())
 
 
 @dataclass
@@ -38,6 +40,7 @@ class Receiver:
             return self.script.pop(0) if self.script else self.then
 
     def record(self, headers: dict[str, str], body: bytes) -> None:
+        at = time.time()
         event = None
         for secret in self.secrets:
             try:
@@ -46,7 +49,7 @@ class Receiver:
             except WebhookVerificationError:
                 continue
         with self.lock:
-            self.received.append(Received(headers, body, event))
+            self.received.append(Received(headers, body, event, at))
 
     @property
     def events(self) -> list[dict[str, Any]]:

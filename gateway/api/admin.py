@@ -9,7 +9,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.auth import admin_required
-from gateway.representations import dead_letter_body, job_body, key_body, reindex_body, tenant_body
+from gateway.representations import dead_letter_body, key_body, reindex_body, tenant_body
 from gateway.schemas import (
     ApiKeyListSchema,
     ApiKeySchema,
@@ -28,6 +28,7 @@ from gateway.services import services
 from shared import ocr_languages
 from shared import reindex as reindexes
 from shared.errors import ConflictError, NotFoundError
+from shared.job_representation import job_body
 from shared.models import ApiKey, DeadLetter, Job, Tenant, TenantStatus, utcnow
 from shared.operations import retry_job
 from shared.tenants import create_tenant, issue_api_key
@@ -193,9 +194,7 @@ def replay_job(job_id: str) -> Any:
         job = session.get(Job, job_id)
         if job is None:
             raise NotFoundError("No such job.")
-        body = job_body(retry_job(session, job))
-    svc.relay.publish_for_jobs([job_id])
-    return body
+        return job_body(retry_job(session, job))
 
 
 @blp.route("/v1/admin/tenants/<tenant_id>/reindex", methods=["POST"])

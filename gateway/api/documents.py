@@ -11,7 +11,7 @@ from sqlalchemy import select
 from gateway import uploads
 from gateway.auth import tenant_required
 from gateway.pagination import next_cursor, page
-from gateway.representations import document_body, job_body
+from gateway.representations import document_body
 from gateway.schemas import (
     DocumentListSchema,
     DocumentSchema,
@@ -27,6 +27,7 @@ from shared import idempotency, ocr_languages, operations
 from shared.callback_urls import check_setting
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.idempotency import StoredResponse
+from shared.job_representation import job_body
 from shared.jobs import latest_job_of_document
 from shared.models import Document
 
@@ -185,5 +186,4 @@ def delete_document(document_id: str) -> Any:
                 raise NotFoundError("No such document.") from None
             raise
         body = job_body(job)
-    svc.relay.publish_for_jobs([body["job_id"]])
     return body, 202, {"Location": url_for("jobs.get_job", job_id=body["job_id"])}

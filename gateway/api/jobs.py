@@ -10,11 +10,11 @@ from sqlalchemy import select
 
 from gateway.auth import tenant_required
 from gateway.pagination import next_cursor, page
-from gateway.representations import job_body
 from gateway.schemas import JobListArgsSchema, JobListSchema, JobSchema
 from gateway.services import services
 from shared import operations
 from shared.errors import NotFoundError
+from shared.job_representation import job_body
 from shared.jobs import get_job as load_job
 from shared.models import Job
 
@@ -71,6 +71,4 @@ def retry_job(job_id: str) -> Any:
     """Run a failed or dead-lettered job again from the stage it stopped at."""
     svc = services()
     with svc.db.transaction() as session:
-        body = job_body(operations.retry_job(session, _own_job(session, job_id)))
-    svc.relay.publish_for_jobs([job_id])
-    return body
+        return job_body(operations.retry_job(session, _own_job(session, job_id)))

@@ -57,15 +57,8 @@ def redeliver(job_id: str, delivery_id: int) -> Any:
         delivery = session.get(WebhookDelivery, delivery_id)
         if delivery is None or delivery.job_id != job_id:
             raise NotFoundError("No such delivery.")
-        body = delivery_body(webhooks.redeliver(session, delivery))
-    # Fast path after the commit; when the broker is down the maintenance loop publishes it.
-    webhooks.publish_due(
-        svc.db.sessions,
-        svc.relay.publisher.publish_webhook,
-        republish_after_s=svc.settings.webhook_republish_after_s,
-        ids=[body["delivery_id"]],
-    )
-    return body
+        # The relay publishes it once this commits; when the broker is down, its sweep does.
+        return delivery_body(webhooks.redeliver(session, delivery))
 
 
 def _tenant(session: Any) -> Tenant:

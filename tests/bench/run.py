@@ -8,7 +8,8 @@ a raw loop), efficiency (1 and 2 worker processes beside a raw sequential run), 
 against the Redis polling bound), memory (worker peak memory on a long and a short PDF), recovery (after
 a SIGKILL), upload (the gateway's memory during a large upload), fairness (two tenants), reindex (an
 upload's latency during a reindex beside its latency alone), ocr (CPU per page with and without the
-confidence rule, with three languages, with script detection). `--quick` runs
+confidence rule, with three languages, with script detection), webhooks (how soon a webhook leaves after
+its event commits, on an idle system). `--quick` runs
 each part smaller. Prints a Markdown report and writes it to `--out` when every part ran (in full or
 quick). Everything it starts is stopped, and its folders and Redis keys removed, before it returns.
 """
@@ -26,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shared.settings import Settings
-from tests.bench import accept_path, efficiency, hops, ocr_cost, recovery, worker_memory
+from tests.bench import accept_path, efficiency, hops, ocr_cost, recovery, webhook_latency, worker_memory
 from tests.bench import report_production as production
 from tests.bench.documents import scanned_document, text_document
 from tests.bench.fairness import measure_fairness
@@ -50,6 +51,7 @@ PARTS = (
     "fairness",
     "reindex",
     "ocr",
+    "webhooks",
 )
 # The end-to-end figures measured earlier on such machines (ARCHITECTURE.md §10).
 REFERENCE_TEXT_S = 9.0
@@ -88,6 +90,7 @@ def main() -> None:
         "fairness": lambda: measure_fairness(caps=(2,), burst_jobs=10) if quick else measure_fairness(),
         "reindex": lambda: measure_reindex_latency(documents=8) if quick else measure_reindex_latency(),
         "ocr": lambda: ocr_cost.measure_ocr_cost(settings, rounds=1 if quick else 2),
+        "webhooks": lambda: webhook_latency.measure_webhook_latency(rounds=3 if quick else 10),
     }
     for part in parts:
         step(part)
@@ -108,6 +111,8 @@ def main() -> None:
         sections.append(production.recovery_section(found["recovery"]))  # type: ignore[arg-type]
     if "ocr" in found:
         sections.append(ocr_cost.ocr_section(found["ocr"]))  # type: ignore[arg-type]
+    if "webhooks" in found:
+        sections.append(webhook_latency.webhook_section(found["webhooks"]))  # type: ignore[arg-type]
     results = Results(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") + (" (quick mode)" if quick else ""),
         duration_s=time.monotonic() - started,

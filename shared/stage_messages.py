@@ -1,0 +1,114 @@
+"""The outbox's stage messages as the relay sees them: a job's pipeline from a stage (or one part of a
+stage) to publish, in the lane its tenant's backlog puts it in.
+
+A row is claimed by moving its `available_at` forward with a compare-and-set; a publish the broker
+refuses leaves it due again after a growing delay.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, and_, func, select, update
+from sqlalchemy.orm import Session
+
+from shared import jobs
+from shared.errors import BrokerUnavailableError
+from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
+from shared.queue import Publisher
+
+logger = logging.getLogger(__name__)
+
+CLAIM_S = 30
+MAX_BACKOFF_S = 60
+ACTIVE_STATUSES = [
+    s.value for s in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING, JobStatus.CANCEL_REQUESTED)
+]
+
+
+@dataclass(frozen=True)
+class StageClaim:
+    job_id: str
+    stage: str
+    part: int | None
+    attempts: int
+    tenant_id: str | None
+    lane: str
+
+
+class StageMessages:
+    """Outbox rows (`outbox` table): each publishes a job's pipeline, or one part of a stage."""
+
+    name = "stages"
+    model = OutboxMessage
+
+    def __init__(self, publisher: Publisher, *, interactive_jobs_per_tenant: int = 4) -> None:
+        self.publisher = publisher
+        # A job with this many older unfinished jobs of its tenant goes to the backlog lane.
+        self.interactive_jobs_per_tenant = interactive_jobs_per_tenant
+
+    def due(self, now: datetime) -> ColumnElement[bool]:
+        return and_(OutboxMessage.published_at.is_(None), OutboxMessage.available_at <= now)
+
+    def claim(self, session: Session, row_id: int, now: datetime) -> StageClaim | None:
+        row = session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id == row_id, self.due(now))
+            .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
+            .returning(OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.part, OutboxMessage.attempts)
+        ).first()
+        if row is None:
+            return None
+        job_id, stage, part, attempts = row
+        job = session.get(Job, job_id)
+        if job is None:
+            return StageClaim(job_id, stage, part, attempts, None, "interactive")
+        return StageClaim(job_id, stage, part, attempts, job.tenant_id, self._lane(session, job))
+
+    def _lane(self, session: Session, job: Job) -> str:
+        """`bulk` for a reindex job; `backlog` for a job that has enough older unfinished jobs of its
+        tenant ahead of it (reindex jobs do not count: they travel in their own lane)."""
+        if job.kind == JobKind.REINDEX.value:
+            return "bulk"
+        limit = self.interactive_jobs_per_tenant
+        if limit <= 0:
+            return "interactive"
+        ahead = session.scalar(
+            select(func.count())
+            .select_from(Job)
+            .where(
+                Job.tenant_id == job.tenant_id,
+                Job.status.in_(ACTIVE_STATUSES),
+                Job.kind != JobKind.REINDEX.value,
+                Job.created_at < job.created_at,
+            )
+        )
+        return "backlog" if (ahead or 0) >= limit else "interactive"
+
+    def send(self, claim: StageClaim) -> None:
+        if claim.part is None:
+            self.publisher.publish(claim.job_id, claim.stage, claim.tenant_id, claim.lane)
+        else:
+            self.publisher.publish_part(claim.job_id, claim.stage, claim.part, claim.tenant_id, claim.lane)
+
+    def sent(self, session: Session, row_id: int, claim: StageClaim) -> None:
+        session.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow()))
+        # A running job's next message is in the broker now: the sweeper must not take it for a
+        # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
+        jobs.record_hand_off(session, claim.job_id)
+        logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)
+
+    def unsent(
+        self, session: Session, row_id: int, claim: StageClaim, error: BrokerUnavailableError
+    ) -> float:
+        """Due again after a delay that grows with the row's attempts; returns that delay."""
+        backoff = min(MAX_BACKOFF_S, 2 ** min(claim.attempts, 6))
+        logger.warning("outbox row %s not published (%s); next try in %ss", row_id, error.code, backoff)
+        session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id == row_id)
+            .values(available_at=utcnow() + timedelta(seconds=backoff), last_error=error.code)
+        )
+        return backoff
