@@ -129,3 +129,17 @@ def test_pools_on_one_host_get_distinct_metrics_ports() -> None:
         Settings.from_env(s.env) == Settings(metrics_port=int(s.env.get("INGEST_METRICS_PORT", 9300)))
         for s in specs
     )
+
+
+def test_the_makefile_and_the_image_install_the_ocr_languages_the_service_offers() -> None:
+    # Given the languages uploads may name by default, and the packs each install path brings
+    offered = set(Settings().ocr_available_languages.split(","))
+    makefile = (ROOT / "Makefile").read_text()
+    declared = re.search(r"^OCR_LANGS \?= (.+)$", makefile, re.M)
+    assert declared is not None
+    make_langs = set(declared.group(1).split())
+    image_langs = set(re.findall(r"tesseract-ocr-([a-z_]+)", (ROOT / "deploy" / "Dockerfile").read_text()))
+
+    # Then both install exactly those, so no worker refuses to start for a missing pack
+    assert make_langs == offered
+    assert image_langs == offered
