@@ -14,7 +14,6 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from ingest_worker.middleware.current_broker import current_broker
 from ingest_worker.ocr_reading import (
     document_languages,
     dropped_pages,
@@ -39,8 +38,7 @@ from shared import jobs, outbox, stage_parts
 from shared.errors import StaleTransitionError
 from shared.jobs import ACTIVE, JobSnapshot
 from shared.models import Job, JobStatus
-from shared.outbox import Relay
-from shared.queue import Publisher, pipeline_of_stage
+from shared.queue import pipeline_of_stage
 
 logger = logging.getLogger(__name__)
 
@@ -74,23 +72,12 @@ def _fan_out(res: Resources, job_id: str, ranges: list[list[int]]) -> StageResul
     recovery, publishes only what is left)."""
     with res.db.transaction() as session:
         todo = stage_parts.plan_parts(session, job_id, STAGE, ranges)
-        ids = [outbox.add_message(session, job_id, STAGE, part=n).id for n in todo]
+        for n in todo:
+            outbox.add_message(session, job_id, STAGE, part=n)
         jobs.await_parts(session, job_id)
+    # The relay attached to the worker's sessions publishes the range messages on commit.
     logger.info("job %s: OCR of %s ranges fanned out (%s to publish)", job_id, len(ranges), len(todo))
-    _publish(res, ids)
     return StageResult(in_parts=True)
-
-
-def _publish(res: Resources, ids: list[int]) -> None:
-    """The outbox's fast path from this worker; what it cannot publish, the maintenance loop does."""
-    broker = current_broker()
-    if broker is not None and ids:
-        relay = Relay(
-            res.db.sessions,
-            Publisher(broker),
-            interactive_jobs_per_tenant=res.settings.interactive_jobs_per_tenant,
-        )
-        relay.publish(ids)
 
 
 class _Range:
@@ -132,8 +119,8 @@ class _Range:
     def finish(self, res: Resources, key: str) -> None:
         with res.db.transaction() as session:
             last = stage_parts.finish_part(session, self.job_id, STAGE, self.part, artifact_key=key)
-            ids = _join(res, session, self.job_id) if last else []
-        _publish(res, ids)
+            if last:
+                _join(res, session, self.job_id)
 
 
 def run_range(
@@ -158,9 +145,9 @@ def _read_range(res: Resources, job_id: str, document_id: str, part: int, wanted
     return key
 
 
-def _join(res: Resources, session: Session, job_id: str) -> list[int]:
+def _join(res: Resources, session: Session, job_id: str) -> None:
     """The last range: the stage's output from every range's artifact, the stage done and the next
-    stage queued in the caller's transaction. Returns the outbox rows to publish."""
+    stage queued in the caller's transaction (the relay publishes it on commit)."""
     pages = pages_from_json(res.storage.get_bytes(artifact_key(job_id, "pages.json")))
     readings: dict[int, PageReading] = {}
     for key in stage_parts.part_artifacts(session, job_id, STAGE):
@@ -172,8 +159,8 @@ def _join(res: Resources, session: Session, job_id: str) -> list[int]:
         logger.info("job %s: OCR done after the job stopped running; not handed on", job_id)
         with contextlib.suppress(StaleTransitionError):
             jobs.cancel(session, job_id)
-        return []
+        return
     stages = pipeline_of_stage(STAGE)
     following = stages[stages.index(STAGE) + 1]
     logger.info("job %s: last OCR range done; handing on to %s", job_id, following)
-    return [outbox.add_message(session, job_id, following).id]
+    outbox.add_message(session, job_id, following)
