@@ -74,7 +74,7 @@ test-debs:
 model: $(RUNTIME_STAMP)
 	@test -f $(INGEST_MODEL_CACHE_DIR)/all-MiniLM-L6-v2.int8.onnx || \
 	  echo "building the offline embedder's int8 model in $(INGEST_MODEL_CACHE_DIR) (3-15 s, once)"
-	@$(PY) -m shared.embedding_model --cache-dir $(INGEST_MODEL_CACHE_DIR)
+	@$(PY) -m shared.embedders.onnx_build --cache-dir $(INGEST_MODEL_CACHE_DIR)
 
 run: $(RUNTIME_STAMP) tesseract model
 	@key=$$($(PY) -m ingest_worker.cli demo | tail -n 1) && \

@@ -15,7 +15,7 @@ from gateway.errors import register_error_handlers
 from gateway.schemas import ProblemSchema
 from gateway.services import Services
 from shared.db import Database
-from shared.embeddings import Embedder
+from shared.embedders import Embedder
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings

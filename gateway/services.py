@@ -8,7 +8,7 @@ from functools import cached_property
 from flask import current_app
 
 from shared.db import Database
-from shared.embeddings import Embedder, Embedders
+from shared.embedders import Embedder, Embedders
 from shared.errors import SearchUnavailableError
 from shared.outbox import Relay
 from shared.settings import Settings

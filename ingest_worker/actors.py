@@ -12,8 +12,9 @@ from typing import Any
 import dramatiq
 from dramatiq.broker import Broker
 
-from ingest_worker import deletion, ocr_ranges, steps, webhooks
+from ingest_worker import deletion, stage_io, webhooks
 from ingest_worker.broker import get_broker, get_settings
+from ingest_worker.ocr import page_ranges
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
 from shared.queue import LANES, actor_for, part_actor_for, queue_for
@@ -50,7 +51,7 @@ def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
         # The policy is read at each call, so an operator (or a test) can tune it in place.
         policy_now = STAGE_POLICIES[stage][0]
         return run_stage(
-            current(settings), job_id, stage, work, policy=policy_now, on_cancel=steps.delete_job_points
+            current(settings), job_id, stage, work, policy=policy_now, on_cancel=stage_io.delete_job_points
         )
 
     run.__name__ = actor_for(stage, lane)
@@ -68,30 +69,30 @@ def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
 
 
 WORK: dict[str, StageWork] = {
-    "validate": steps.validate,
-    "extract": steps.extract,
-    "ocr": ocr_ranges.ocr,
-    "chunk": steps.chunk,
-    "embed": steps.embed,
-    "index": steps.index,
-    "finalize": steps.finalize,
+    "validate": stage_io.validate,
+    "extract": stage_io.extract,
+    "ocr": page_ranges.ocr,
+    "chunk": stage_io.chunk,
+    "embed": stage_io.embed,
+    "index": stage_io.index,
+    "finalize": stage_io.finalize,
     "delete": deletion.delete_document,
 }
 
 
 def _range_actor(lane: str) -> Any:
-    """The actor that reads one page range of a large scan (see ocr_ranges.py); the OCR stage's
+    """The actor that reads one page range of a large scan (see page_ranges.py); the OCR stage's
     retries and time limit apply to each range."""
     settings = get_settings()
     policy, time_limit_ms = STAGE_POLICIES["ocr"]
 
     def run(job_id: str, part: int) -> None:
-        ocr_ranges.run_range(
+        page_ranges.run_range(
             current(settings),
             job_id,
             part,
             policy=STAGE_POLICIES["ocr"][0],
-            on_cancel=steps.delete_job_points,
+            on_cancel=stage_io.delete_job_points,
         )
 
     run.__name__ = part_actor_for("ocr", lane)

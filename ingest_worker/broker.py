@@ -22,8 +22,8 @@ from ingest_worker.middleware.outbox_relay import OutboxRelay
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.stage_metrics import StageMetrics
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
-from ingest_worker.middleware.version_purge import VersionPurge
-from ingest_worker.ocr_check import check_ocr_languages
+from ingest_worker.ocr.language_check import check_ocr_languages
+from ingest_worker.reindex.version_purge import VersionPurge
 from ingest_worker.resources import current
 from shared.logging import setup_logging
 from shared.queue import QUEUE_WEBHOOKS, make_broker

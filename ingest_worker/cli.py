@@ -16,7 +16,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
-from ingest_worker.reindex_command import cmd_reindex
+from ingest_worker.reindex.command import cmd_reindex
 from shared import reindex as reindexes
 from shared.db import Database, migrate
 from shared.errors import IngestError

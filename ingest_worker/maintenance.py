@@ -16,7 +16,7 @@ from functools import cache
 
 from sqlalchemy import select
 
-from ingest_worker.reindexer import advance_reindexes
+from ingest_worker.reindex.driver import advance_reindexes
 from ingest_worker.sweeper import BrokerEpoch, sweep
 from shared import job_stages, outbox
 from shared.db import Database

@@ -10,7 +10,7 @@ import threading
 from functools import cached_property
 
 from shared.db import Database
-from shared.embeddings import Embedder, Embedders, make_embedder
+from shared.embedders import Embedder, Embedders, make_embedder
 from shared.settings import Settings
 from shared.storage import ObjectStorage, make_storage
 from shared.vectorstore import VectorStore

@@ -25,7 +25,8 @@ from typing import Any
 from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.orm import Session
 
-from shared import job_stages, jobs, outbox, stage_parts
+from ingest_worker.ocr import stage_parts
+from shared import job_stages, jobs, outbox
 from shared.db import Database
 from shared.errors import TransientError
 from shared.models import Job, JobStatus, OutboxMessage, utcnow

@@ -187,7 +187,7 @@ class Settings:
     # Address-space limit of that child process.
     parse_memory_mb: int = 1536
 
-    # Webhooks (shared/callback_urls.py, ingest_worker/webhooks.py). Callback URLs must be https
+    # Webhooks (shared/webhooks/callback_urls.py, ingest_worker/webhooks/). Callback URLs must be https
     # and resolve to public addresses, unless the settings below allow more.
 
     # Accept http:// callback URLs.

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 import numpy as np
 from tokenizers import Tokenizer
 
-from shared.embedding_model import max_seq_length, model_dir
+from shared.embedders.onnx_build import max_seq_length, model_dir
 from shared.settings import Settings
 
-# The `embedder` setting that selects the fake (shared.embeddings.make_embedder imports it by name).
+# The `embedder` setting that selects the fake (shared.embedders.make_embedder imports it by name).
 FAKE_EMBEDDER = "tests.fakes:FakeEmbedder"
 
 # The tokenizer's [CLS] and [SEP]: every text is seen with both, so even an empty one has a vector.

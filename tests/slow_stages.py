@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 import ingest_worker.actors as actors
-from ingest_worker import ocr_ranges
+from ingest_worker.ocr import page_ranges
 from ingest_worker.runner import run_stage
 
 SLOW_STAGE = os.environ.get("SLOW_STAGE", "")
@@ -48,7 +48,7 @@ def run_stage_slowly(res: Any, job_id: str, stage: str, work: Any, **kwargs: Any
 
 actors.run_stage = run_stage_slowly  # type: ignore[assignment]
 
-_read_range = ocr_ranges._read_range
+_read_range = page_ranges._read_range
 
 
 def _read_range_slowly(res: Any, job_id: str, document_id: str, part: int, wanted: list[int]) -> str:
@@ -58,4 +58,4 @@ def _read_range_slowly(res: Any, job_id: str, document_id: str, part: int, wante
     return _read_range(res, job_id, document_id, part, wanted)
 
 
-ocr_ranges._read_range = _read_range_slowly  # type: ignore[assignment]
+page_ranges._read_range = _read_range_slowly  # type: ignore[assignment]

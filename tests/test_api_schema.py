@@ -17,7 +17,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from gateway.app import create_app
-from shared.embeddings import make_embedder
+from shared.embedders import make_embedder
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.vectorstore import VectorStore

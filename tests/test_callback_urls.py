@@ -11,11 +11,11 @@ import pytest
 from flask import Flask
 
 from gateway.app import create_app
-from shared.callback_urls import CallbackPolicy, check, is_public
 from shared.errors import CallbackUrlNotAllowedError, WebhookDeliveryError
 from shared.models import Job
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
+from shared.webhooks.callback_urls import CallbackPolicy, check, is_public
 from tests.conftest import auth, tenant_key
 from tests.databases import migrate_database
 from tests.test_gateway_upload import PDF, upload

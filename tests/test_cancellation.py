@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select
 
-from ingest_worker import steps
+from ingest_worker import stage_io
 from ingest_worker.actors import STAGE_POLICIES
 from ingest_worker.actors import WORK as ACTOR_WORK
 from ingest_worker.resources import Resources
@@ -30,7 +30,7 @@ def new_job(res: Resources) -> tuple[str, str]:
 
 def run(res: Resources, job_id: str, stage: str) -> Any:
     return run_stage(
-        res, job_id, stage, WORK[stage], policy=STAGE_POLICIES[stage][0], on_cancel=steps.delete_job_points
+        res, job_id, stage, WORK[stage], policy=STAGE_POLICIES[stage][0], on_cancel=stage_io.delete_job_points
     )
 
 

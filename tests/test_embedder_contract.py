@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from shared.embeddings import Embedder, make_embedder, model_spec
+from shared.embedders import Embedder, make_embedder, model_spec
+from shared.embedders.local import LocalEmbedder
+from shared.embedders.openai_api import OpenAIEmbedder
 from shared.errors import EmbeddingRejectedError
-from shared.local_embedder import LocalEmbedder
-from shared.openai_embedder import OpenAIEmbedder
 from shared.settings import Settings
 from tests.conftest import MODEL_CACHE_DIR
 from tests.fakes import FAKE_EMBEDDER, FakeEmbedder

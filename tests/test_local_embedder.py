@@ -29,14 +29,13 @@ import pytest
 from onnx import helper
 from tokenizers import Tokenizer
 
-from shared import embedding_model
-from shared.embedding_model import MODEL_FILE, build_model, model_dir
-from shared.embeddings import Embedder
-from shared.local_embedder import LocalEmbedder
+from shared.embedders import Embedder, onnx_build
+from shared.embedders.local import LocalEmbedder
+from shared.embedders.onnx_build import MODEL_FILE, build_model, model_dir
 from shared.settings import Settings
 
-# Made once with sentence-transformers and torch (fp32): shared/make_reference_vectors.py says how.
-REFERENCE = json.loads(embedding_model.REFERENCE_FILE.read_text("utf-8"))
+# Made once with sentence-transformers and torch (fp32): shared/embedders/reference_vectors.py says how.
+REFERENCE = json.loads(onnx_build.REFERENCE_FILE.read_text("utf-8"))
 
 
 @pytest.fixture(scope="session")
@@ -147,20 +146,20 @@ def test_a_file_from_another_recipe_is_rebuilt(
 ) -> None:
     # Given a cached model whose recorded recipe is not the current one
     stale = onnx.load(str(Path(model_cache) / MODEL_FILE))
-    helper.set_model_props(stale, {"source_sha256": embedding_model.SOURCE_SHA256, "recipe": "old"})
+    helper.set_model_props(stale, {"source_sha256": onnx_build.SOURCE_SHA256, "recipe": "old"})
     onnx.save(stale, str(tmp_path / MODEL_FILE))
 
     # When the model is asked for
-    with caplog.at_level(logging.INFO, logger=embedding_model.__name__):
+    with caplog.at_level(logging.INFO, logger=onnx_build.__name__):
         path = build_model(str(tmp_path))
 
     # Then it was replaced by a current one
     props = {p.key: p.value for p in onnx.load(path).metadata_props}
-    assert props["recipe"] == embedding_model.RECIPE
+    assert props["recipe"] == onnx_build.RECIPE
     # And the build said which CPU it measured the new model on, and how close it came to the reference
     messages = [r.getMessage() for r in caplog.records]
     features = next(m for m in messages if m.startswith("CPU features: "))
-    assert all(flag in features for flag in embedding_model.INT8_FEATURES)
+    assert all(flag in features for flag in onnx_build.INT8_FEATURES)
     found = next(re.search(r"min ([0-9.]+), mean ([0-9.]+)", m) for m in messages if "reference vectors" in m)
     assert found is not None
     assert float(found[1]) >= 0.99
@@ -171,7 +170,7 @@ def test_a_model_below_the_accuracy_bound_is_not_installed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Given a bound that no int8 model can reach (a cosine above 1)
-    monkeypatch.setattr(embedding_model, "MIN_COSINE", 1.001)
+    monkeypatch.setattr(onnx_build, "MIN_COSINE", 1.001)
 
     # When the model is built, then it is refused with the CPU it ran on and the cosine it measured
     with pytest.raises(RuntimeError, match=r"not accurate enough here: cosine .* min 0\.9\d{3}") as refused:
@@ -184,7 +183,7 @@ def test_a_model_below_the_accuracy_bound_is_not_installed(
 
 def test_weights_with_another_hash_are_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a pinned hash that the installed weights do not have
-    monkeypatch.setattr(embedding_model, "SOURCE_SHA256", "0" * 64)
+    monkeypatch.setattr(onnx_build, "SOURCE_SHA256", "0" * 64)
 
     # Then no model is built from them
     with pytest.raises(RuntimeError, match="sha256"):
@@ -206,7 +205,7 @@ def test_a_missing_model_package_names_the_install_command(
 def test_the_module_builds_from_the_command_line(model_cache: str) -> None:
     # When the prebuild command (run by the Makefile at bootstrap) meets an up-to-date cache
     result = subprocess.run(
-        [sys.executable, "-m", "shared.embedding_model", "--cache-dir", model_cache],
+        [sys.executable, "-m", "shared.embedders.onnx_build", "--cache-dir", model_cache],
         cwd=Path(__file__).parent.parent,
         capture_output=True,
         text=True,

@@ -16,13 +16,14 @@ from sqlalchemy import select
 
 import ingest_worker.actors as actors
 from gateway.app import create_app
-from ingest_worker import ocr_ranges, steps
+from ingest_worker import stage_io
 from ingest_worker.maintenance import MaintenanceLoop
-from ingest_worker.ocr_ranges import run_range
+from ingest_worker.ocr import page_ranges, stage_parts
+from ingest_worker.ocr.page_ranges import run_range
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
-from ingest_worker.stages.models import pages_from_json
-from shared import operations, stage_parts
+from ingest_worker.stages.artifacts import pages_from_json
+from shared import operations
 from shared.db import Database
 from shared.errors import InvalidPdfError, OcrFailedError
 from shared.models import Job, JobStage, OutboxMessage, StagePart, Tenant, TenantStatus, utcnow
@@ -80,8 +81,12 @@ def through_extract(res: Resources, job_id: str) -> None:
     with res.db.transaction() as session:  # the first message counts as delivered
         for row in session.scalars(select(OutboxMessage).where(OutboxMessage.job_id == job_id)):
             row.published_at = utcnow()
-    for stage, work in (("validate", steps.validate), ("extract", steps.extract), ("ocr", ocr_ranges.ocr)):
-        run_stage(res, job_id, stage, work, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+    for stage, work in (
+        ("validate", stage_io.validate),
+        ("extract", stage_io.extract),
+        ("ocr", page_ranges.ocr),
+    ):
+        run_stage(res, job_id, stage, work, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
 
 
 def test_a_twenty_page_scan_split_in_ranges_completes_with_one_hand_off(settings: Settings) -> None:
@@ -105,7 +110,7 @@ def test_a_twenty_page_scan_split_in_ranges_completes_with_one_hand_off(settings
             assert stage is not None and (stage.parts, stage.parts_done) == (4, 4)
         assert hand_offs_to(res.db, job_id, "chunk") == 1
         # And every page carries its own text
-        pages = pages_from_json(res.storage.get_bytes(steps.artifact_key(job_id, "pages-final.json")))
+        pages = pages_from_json(res.storage.get_bytes(stage_io.artifact_key(job_id, "pages-final.json")))
         assert [p.number for p in pages] == list(range(1, 21))
         for page, expected in zip(pages, SCAN_PAGES, strict=True):
             assert page.source == "ocr" and character_error_rate(expected, page.text) <= 0.03, page
@@ -121,7 +126,7 @@ def test_a_range_delivered_twice_hands_on_exactly_once(settings: Settings) -> No
         assert job_row(res.db, job_id).lease_expires_at is None
         # When every range runs, and the last one is delivered again (before and after the join)
         for part in (0, 1, 1, 2, 2):
-            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         # Then the stage is done and the job was handed on to `chunk` once, with each range read once
         assert hand_offs_to(res.db, job_id, "chunk") == 1
         with res.db.transaction() as session:
@@ -130,7 +135,9 @@ def test_a_range_delivered_twice_hands_on_exactly_once(settings: Settings) -> No
             assert stage is not None and stage.status == "done" and stage.parts_done == 3
         assert sorted(attempts) == [1, 1, 1]
         # And a fan-out delivered again later publishes nothing (the stage is done)
-        run_stage(res, job_id, "ocr", ocr_ranges.ocr, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_stage(
+            res, job_id, "ocr", page_ranges.ocr, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points
+        )
         with res.db.transaction() as session:
             range_messages = session.scalars(
                 select(OutboxMessage).where(OutboxMessage.job_id == job_id, OutboxMessage.part.is_not(None))
@@ -147,18 +154,18 @@ def test_a_range_that_fails_permanently_fails_the_job_with_its_code(
         res = service.resources
         _, job_id = create_document_job(res, scanned_pdf(SCAN_PAGES[:3], dpi=200))
         through_extract(res, job_id)
-        run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
 
         # When the second range's pages cannot be rendered (a permanent error)
         def unreadable(*args: Any, **kwargs: Any) -> dict[int, str]:
             raise InvalidPdfError()
 
-        monkeypatch.setattr(ocr_ranges, "read_pages", unreadable)
-        run_range(res, job_id, 1, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        monkeypatch.setattr(page_ranges, "read_pages", unreadable)
+        run_range(res, job_id, 1, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         # Then the job fails with that error's code, and the third range does not run afterwards
         job = job_row(res.db, job_id)
         assert (job.status, job.error_code) == ("failed", "invalid_pdf")
-        run_range(res, job_id, 2, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_range(res, job_id, 2, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         assert hand_offs_to(res.db, job_id, "chunk") == 0
         with res.db.transaction() as session:
             statuses = dict(
@@ -258,14 +265,14 @@ def test_a_cancel_is_seen_by_each_range(settings: Settings) -> None:
         res = service.resources
         _, job_id = create_document_job(res, scanned_pdf(SCAN_PAGES[:3], dpi=200))
         through_extract(res, job_id)
-        run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         # When the client cancels the job, and the next ranges are delivered
         with res.db.transaction() as session:
             job = session.get(Job, job_id)
             assert job is not None
             operations.cancel_job(session, job)
         for part in (1, 2):
-            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         # Then the job is cancelled, those ranges were not read and nothing was handed on
         assert job_row(res.db, job_id).status == "cancelled"
         with res.db.transaction() as session:
@@ -285,22 +292,22 @@ def test_a_range_that_fails_transiently_is_retried_and_the_job_resumes(
         res = service.resources
         _, job_id = create_document_job(res, scanned_pdf(SCAN_PAGES[:2], dpi=200))
         through_extract(res, job_id)
-        real_read = ocr_ranges.read_pages
+        real_read = page_ranges.read_pages
 
         def flaky(*args: Any, **kwargs: Any) -> dict[int, str]:
             raise OcrFailedError()
 
         # When the first range's OCR fails with a transient error
-        monkeypatch.setattr(ocr_ranges, "read_pages", flaky)
+        monkeypatch.setattr(page_ranges, "read_pages", flaky)
         with pytest.raises(dramatiq.Retry):
-            run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+            run_range(res, job_id, 0, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         # Then the job is retrying with that error's code and the range is given back
         job = job_row(res.db, job_id)
         assert (job.status, job.error_code) == ("retrying", "ocr_failed")
         # And when the retry and the other range succeed, the job runs on and is handed on once
-        monkeypatch.setattr(ocr_ranges, "read_pages", real_read)
+        monkeypatch.setattr(page_ranges, "read_pages", real_read)
         for part in (0, 1):
-            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         assert job_row(res.db, job_id).status == "running"
         assert hand_offs_to(res.db, job_id, "chunk") == 1
         with res.db.transaction() as session:
@@ -326,14 +333,19 @@ def test_a_tenant_suspended_mid_job_stops_at_the_next_range_and_the_next_stage(s
         res = service.resources
         _, ranged = create_document_job(res, scanned_pdf(SCAN_PAGES[:3], dpi=200))
         through_extract(res, ranged)
-        run_range(res, ranged, 0, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_range(res, ranged, 0, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         _, staged = create_document_job(res, scanned_pdf(SCAN_PAGES[:1], dpi=200), tenant="globex")
         # When both tenants are suspended, and the next range and the other job's first stage come
         suspend_tenant(res, ranged)
         suspend_tenant(res, staged)
-        run_range(res, ranged, 1, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+        run_range(res, ranged, 1, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         run_stage(
-            res, staged, "validate", steps.validate, policy=OCR_POLICY, on_cancel=steps.delete_job_points
+            res,
+            staged,
+            "validate",
+            stage_io.validate,
+            policy=OCR_POLICY,
+            on_cancel=stage_io.delete_job_points,
         )
         # Then both jobs failed with the suspension's code, and the range was not read
         for job_id in (ranged, staged):

@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
-from ingest_worker import ocr_ranges, steps
-from ingest_worker.ocr_ranges import run_range
+from ingest_worker import stage_io
+from ingest_worker.ocr import page_ranges
+from ingest_worker.ocr.page_ranges import run_range
 from ingest_worker.stages.ocr_confidence import PageReading
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job
@@ -40,7 +41,7 @@ def test_the_document_languages_are_used_and_dropped_pages_counted(
     # Given a three-page scan whose document was uploaded to be read in German and English
     settings = settings.replace(ocr_range_pages=range_pages, ocr_dpi=100)
     seen: list[str] = []
-    monkeypatch.setattr(ocr_ranges, "read_pages", fake_reader(seen))
+    monkeypatch.setattr(page_ranges, "read_pages", fake_reader(seen))
     with in_process_service(settings, worker=False) as service:
         res = service.resources
         _, job_id = create_document_job(res, scanned_pdf(PAGES, dpi=100))
@@ -55,9 +56,9 @@ def test_the_document_languages_are_used_and_dropped_pages_counted(
         # as a retry would
         through_extract(res, job_id)
         for part in range(3 if range_pages else 0):
-            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=steps.delete_job_points)
+            run_range(res, job_id, part, policy=OCR_POLICY, on_cancel=stage_io.delete_job_points)
         if not range_pages:
-            ocr_ranges.ocr(res, res_job(res, job_id))
+            page_ranges.ocr(res, res_job(res, job_id))
             assert len(seen) == 2
 
         # Then every read was in the document's languages, and the picture page counts as dropped

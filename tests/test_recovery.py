@@ -18,7 +18,7 @@ from sqlalchemy import select
 
 import ingest_worker.actors as actors
 from gateway.app import create_app
-from ingest_worker import steps
+from ingest_worker import stage_io
 from ingest_worker.maintenance import MaintenanceLoop
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
@@ -66,7 +66,9 @@ def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
         _, job_id = create_document_job(res, text_pdf(["A hand-off that was lost. " * 30]))
         # When its first stage runs and finishes, but the next stage is never enqueued
         policy = actors.STAGE_POLICIES["validate"][0]
-        run_stage(res, job_id, "validate", steps.validate, policy=policy, on_cancel=steps.delete_job_points)
+        run_stage(
+            res, job_id, "validate", stage_io.validate, policy=policy, on_cancel=stage_io.delete_job_points
+        )
         with res.db.transaction() as session:  # the first message counts as delivered
             for row in session.scalars(select(OutboxMessage).where(OutboxMessage.job_id == job_id)):
                 row.published_at = utcnow()

@@ -8,8 +8,9 @@ from flask import g, request, url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
-from gateway import uploads
+from gateway import idempotency, uploads
 from gateway.auth import tenant_required
+from gateway.idempotency import StoredResponse
 from gateway.pagination import next_cursor, page
 from gateway.representations import document_body
 from gateway.schemas import (
@@ -23,13 +24,12 @@ from gateway.schemas import (
     UploadResponseSchema,
 )
 from gateway.services import services
-from shared import idempotency, ocr_languages, operations
-from shared.callback_urls import check_setting
+from shared import ocr_languages, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
-from shared.idempotency import StoredResponse
 from shared.job_representation import job_body
 from shared.jobs import latest_job_of_document
 from shared.models import Document
+from shared.webhooks.callback_urls import check_setting
 
 blp = Blueprint("documents", __name__, description="Upload and manage PDF documents")
 

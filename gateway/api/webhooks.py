@@ -19,10 +19,10 @@ from gateway.schemas import (
 )
 from gateway.services import services
 from shared import webhooks
-from shared.callback_urls import check_setting
 from shared.errors import NotFoundError
 from shared.jobs import get_job
 from shared.models import Tenant, WebhookDelivery, utcnow
+from shared.webhooks.callback_urls import check_setting
 
 blp = Blueprint("webhooks", __name__, description="Webhook deliveries and endpoint settings")
 

@@ -17,7 +17,7 @@ import bisect
 import re
 from collections.abc import Callable
 
-from ingest_worker.stages.models import Chunk, PageText
+from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.pieces import Piece, Splitter, TokenCounter, heading_judge
 

@@ -7,8 +7,8 @@ import re
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
+from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
-from ingest_worker.stages.models import ValidationReport
 from ingest_worker.stages.parser_errors import pypdf_errors
 from shared.errors import (
     EmptyFileError,

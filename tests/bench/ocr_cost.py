@@ -18,7 +18,7 @@ from pathlib import Path
 import pytesseract
 from PIL import Image
 
-from ingest_worker.ocr_reading import confidence_rule
+from ingest_worker.ocr.reading import confidence_rule
 from ingest_worker.stages.ocr import TESSERACT_PSM, _PdfiumDocument, deskew
 from ingest_worker.stages.ocr_confidence import confident_text, words_from_data
 from shared.settings import Settings

@@ -11,8 +11,8 @@ from tokenizers import Tokenizer
 
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.ocr import ocr_pages
-from shared.embedding_model import model_dir
-from shared.local_embedder import LocalEmbedder
+from shared.embedders.local import LocalEmbedder
+from shared.embedders.onnx_build import model_dir
 from shared.settings import Settings
 from tests.bench.documents import prose_pages
 from tests.pdfs import text_pdf, write_pdf

@@ -11,8 +11,8 @@ import re
 import pytest
 from tokenizers import Tokenizer
 
+from ingest_worker.stages.artifacts import Chunk, PageText, chunks_from_json, chunks_to_json
 from ingest_worker.stages.chunk import chunk_pages, document_text
-from ingest_worker.stages.models import Chunk, PageText, chunks_from_json, chunks_to_json
 
 MAX_TOKENS = 64
 OVERLAP_TOKENS = 12

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from ingest_worker.stages.artifacts import PageText, pages_from_json, pages_to_json
 from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.models import PageText, pages_from_json, pages_to_json
 from shared.errors import EncryptedPdfError, NotAPdfError, PdfLimitError
 from tests import pdfs
 from tests.text_metrics import character_error_rate

@@ -12,8 +12,8 @@ import pytest
 from pypdf.errors import LimitReachedError, PdfReadError
 
 from ingest_worker.isolation import run_isolated
+from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.models import ValidationReport
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import pdf_errors, validate_pdf
 from shared.errors import IngestError, PdfLimitError, PermanentError

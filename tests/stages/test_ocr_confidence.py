@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from ingest_worker import ocr_check
-from ingest_worker.ocr_check import OcrLanguagesMissingError, check_ocr_languages
+from ingest_worker.ocr import language_check
+from ingest_worker.ocr.language_check import OcrLanguagesMissingError, check_ocr_languages
 from ingest_worker.stages.ocr_confidence import ConfidenceRule, OcrWord, confident_text
 from ingest_worker.stages.text_plausibility import plausible_text
 from shared import ocr_languages
@@ -139,7 +139,7 @@ def test_workers_refuse_to_start_naming_the_languages_tesseract_lacks(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # Given a tesseract with English and orientation data only
-    monkeypatch.setattr(ocr_check.pytesseract, "get_languages", lambda config="": ["eng", "osd"])
+    monkeypatch.setattr(language_check.pytesseract, "get_languages", lambda config="": ["eng", "osd"])
 
     # When a worker offering eng, deu and fra starts, Then it refuses, naming deu and fra
     with pytest.raises(OcrLanguagesMissingError, match="deu, fra"):

@@ -21,10 +21,10 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
+from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.chunk import chunk_pages, document_text
 from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.models import Chunk, PageText
-from shared.local_embedder import LocalEmbedder
+from shared.embedders.local import LocalEmbedder
 from shared.settings import Settings
 from tests.text_metrics import false_joins, split_words, vocabulary, words
 

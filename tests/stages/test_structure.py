@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.models import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.running import drop_running_lines
 from tests.pdfs import write_pdf

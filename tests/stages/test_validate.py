@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pypdf.errors import PdfStreamError
 
-from ingest_worker.stages.models import ValidationReport
+from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.validate import validate_pdf
 from shared.errors import (
     EmptyFileError,

@@ -2,7 +2,7 @@
 
 Shared by the command line, the admin API and the maintenance loop, so all act through the database
 the same way; functions take the caller's session and never commit. The documents' states and their
-jobs are in shared/reindex_jobs.py.
+jobs are in shared/reindex/documents.py.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from shared.embeddings import model_spec, settings_for_model
+from shared.embedders import model_spec, settings_for_model
 from shared.errors import ConflictError, InvalidRequestError
 from shared.jobs import ACTIVE
 from shared.models import Job, JobKind, Reindex, ReindexStatus, Tenant, utcnow
 from shared.operations import cancel_job
-from shared.reindex_jobs import Progress, document_states, ensure_jobs, progress, start_stage
+from shared.reindex.documents import Progress, document_states, ensure_jobs, progress, start_stage
 from shared.settings import Settings
 
 __all__ = ["FROM_STAGES", "Progress", "advance", "cancel", "plan", "progress", "start"]

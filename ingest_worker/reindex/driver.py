@@ -1,6 +1,6 @@
 """The maintenance loop's reindex duty: advance running reindexes, flip them, purge the old points.
 
-The flip is a database change (shared/reindex.py); deleting the versions no longer read follows it,
+The flip is a database change (shared/reindex/__init__.py); deleting the versions no longer read follows it,
 and is retried on the next pass until the vector store confirms it. Searches read the active
 version only, so points left behind for a while are never seen.
 """

@@ -35,11 +35,11 @@ def make_embedder(settings: Settings) -> Embedder:
     if ":" in settings.embedder:
         return _embedder_class(settings.embedder).from_settings(settings)
     if settings.embedder == "local":
-        from shared.local_embedder import LocalEmbedder
+        from shared.embedders.local import LocalEmbedder
 
         return LocalEmbedder.from_settings(settings)
     if settings.embedder == "openai":
-        from shared.openai_embedder import OpenAIEmbedder
+        from shared.embedders.openai_api import OpenAIEmbedder
 
         return OpenAIEmbedder.from_settings(settings)
     raise _unknown(settings.embedder)
@@ -70,7 +70,7 @@ def model_spec(settings: Settings) -> tuple[str, int]:
     if settings.embedder == "local":
         return LOCAL_MODEL, LOCAL_DIMENSION
     if settings.embedder == "openai":
-        from shared.openai_embedder import model_dimension
+        from shared.embedders.openai_api import model_dimension
 
         return settings.openai_model, model_dimension(
             settings.openai_model, settings.openai_dimensions or None, settings.openai_max_tokens or None

@@ -22,18 +22,18 @@ from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.runner import StageResult, check_not_cancelled
-from ingest_worker.stages.chunk import chunk_pages
-from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.models import (
+from ingest_worker.stages.artifacts import (
     chunks_from_json,
     chunks_to_json,
     pages_from_json,
     pages_to_json,
 )
+from ingest_worker.stages.chunk import chunk_pages
+from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
-from shared.embeddings import Embedder
+from shared.embedders import Embedder
 from shared.errors import (
     DocumentDeletedError,
     EmbeddingUnavailableError,

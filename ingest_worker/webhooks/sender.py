@@ -12,8 +12,8 @@ import socket
 import ssl
 from typing import Any
 
-from shared.callback_urls import Target
 from shared.errors import WebhookDeliveryError
+from shared.webhooks.callback_urls import Target
 
 MAX_RESPONSE_BYTES = 64 * 1024
 

@@ -11,7 +11,7 @@ from typing import Any
 from dramatiq.broker import Broker
 from dramatiq.middleware import Middleware
 
-from ingest_worker.reindexer import purge_old_versions
+from ingest_worker.reindex.driver import purge_old_versions
 from ingest_worker.resources import Resources
 from shared.queue import QUEUE_BULK_INDEX
 

@@ -1,6 +1,6 @@
 """The OCR stage: small workloads in one message; a large scan in page ranges, each its own message.
 
-Ranges are parts of the stage (shared/stage_parts.py): several workers read one scan at once, each
+Ranges are parts of the stage (ingest_worker/ocr/stage_parts.py): several workers read one scan at once, each
 range stores its own artifact, and the last range to finish joins them into the stage's output,
 marks the stage done and hands the job on to the next stage through the outbox, all in one
 transaction, so the hand-off happens exactly once. The job's own lease is let go while ranges run;
@@ -14,7 +14,8 @@ import logging
 
 from sqlalchemy.orm import Session
 
-from ingest_worker.ocr_reading import (
+from ingest_worker.ocr import stage_parts
+from ingest_worker.ocr.reading import (
     document_languages,
     dropped_pages,
     read_pages,
@@ -31,10 +32,10 @@ from ingest_worker.runner import (
     check_not_cancelled,
     run,
 )
-from ingest_worker.stages.models import pages_from_json, pages_to_json
+from ingest_worker.stage_io import artifact_key, original
+from ingest_worker.stages.artifacts import pages_from_json, pages_to_json
 from ingest_worker.stages.ocr_confidence import PageReading
-from ingest_worker.steps import artifact_key, original
-from shared import jobs, outbox, stage_parts
+from shared import jobs, outbox
 from shared.errors import StaleTransitionError
 from shared.jobs import ACTIVE, JobSnapshot
 from shared.models import Job, JobStatus

@@ -10,7 +10,7 @@ import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
 from tokenizers import Tokenizer
 
-from shared.embedding_model import MODEL_NAME, build_model, max_seq_length, model_dir
+from shared.embedders.onnx_build import MODEL_NAME, build_model, max_seq_length, model_dir
 from shared.errors import EmbeddingUnavailableError
 from shared.settings import Settings
 
@@ -21,7 +21,7 @@ SPECIAL_TOKENS = 2
 
 
 class LocalEmbedder:
-    """Embeds texts with the int8 graph built by `shared.embedding_model`; safe to share between threads.
+    """Embeds texts with the int8 graph built by `shared.embedders.onnx_build`; safe to share between threads.
 
     `max_tokens` counts the text's own tokens: the window (sentence-transformers' max_seq_length, 256)
     minus [CLS] and [SEP], so 254. Longer texts are truncated to the window, as sentence-transformers does.

@@ -18,18 +18,18 @@ from typing import Any
 import dramatiq
 from sqlalchemy import func, select, update
 
-from ingest_worker import webhook_sender
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.retry_policy import backoff_ms
+from ingest_worker.webhooks import sender
 from shared import metrics
-from shared.callback_urls import CallbackPolicy, check
 from shared.db import Database
 from shared.errors import IngestError, PermanentError, WebhookDeliveryError
 from shared.models import DeliveryStatus, Tenant, WebhookDelivery, utcnow
 from shared.queue import QUEUE_WEBHOOKS, WEBHOOK_ACTOR
 from shared.settings import Settings
 from shared.webhooks import PROGRESS_EVENTS, signed_request, signing_secrets
+from shared.webhooks.callback_urls import CallbackPolicy, check
 
 logger = logging.getLogger(__name__)
 
@@ -160,7 +160,7 @@ def deliver(
     settings: Settings,
     delivery_id: int,
     *,
-    send: Sender = webhook_sender.post,
+    send: Sender = sender.post,
 ) -> str:
     """Attempt delivery `delivery_id` if it is due; returns the row's status afterwards."""
     claimed = _claim(db, delivery_id, settings)

@@ -43,7 +43,7 @@ OPSET = 17
 SMOOTH_ALPHA = 0.6
 _META_SOURCE, _META_RECIPE = "source_sha256", "recipe"
 # Vectors of a few varied sentences computed once with sentence-transformers and torch (fp32), and how:
-# make_reference_vectors.py beside this file. A model that strays further from them on the CPU that
+# reference_vectors.py beside this file. A model that strays further from them on the CPU that
 # builds it is not installed (the same bounds as tests/test_local_embedder.py).
 REFERENCE_FILE = Path(__file__).with_name("reference_vectors.json")
 MIN_COSINE, MIN_MEAN_COSINE = 0.99, 0.995
@@ -385,7 +385,7 @@ def _encoder_graph(source: Path, act_max: Mapping[str, np.ndarray] | None = None
 
 def main(argv: list[str] | None = None) -> None:
     """Build (or find up to date) the int8 model in a cache folder and print its path."""
-    parser = argparse.ArgumentParser(prog="python -m shared.embedding_model", description=main.__doc__)
+    parser = argparse.ArgumentParser(prog="python -m shared.embedders.onnx_build", description=main.__doc__)
     parser.add_argument(
         "--cache-dir", help="folder for the model (default: the settings' model cache folder)"
     )
