@@ -29,7 +29,9 @@ from ingest_worker.stages.artifacts import (
     pages_to_json,
 )
 from ingest_worker.stages.chunk import chunk_pages
+from ingest_worker.stages.embed import embed_batches
 from ingest_worker.stages.extract import extract_pages
+from ingest_worker.stages.index import PointOrigin, index_points
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
@@ -42,7 +44,6 @@ from shared.errors import (
 )
 from shared.jobs import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
-from shared.vectorstore import point_id
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 
 # A failed embedding batch is tried again after a short pause; a provider asking for a longer one than
@@ -139,17 +140,15 @@ def chunk(res: Resources, job: JobSnapshot) -> StageResult:
 def embed(res: Resources, job: JobSnapshot) -> StageResult:
     chunks = chunks_from_json(_input(res, job, "chunk", "chunks.json"))
     embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
-    batch = res.settings.embed_batch_size
     # Filled batch by batch: a long document's vectors as Python floats would take eight times the
     # memory of this array, and the worker's peak would grow with the document.
     vectors = np.empty((len(chunks), embedder.dimension), dtype=np.float32)
-    for start in range(0, len(chunks), batch):
+    for batch in embed_batches(chunks, batch_size=res.settings.embed_batch_size):
         check_not_cancelled(res, job.id)
-        part = chunks[start : start + batch]
-        vectors[start : start + len(part)] = _embed_batch(
-            embedder, [c.text for c in part], attempts=res.settings.embed_batch_attempts
+        vectors[batch.start : batch.start + len(batch.texts)] = _embed_batch(
+            embedder, batch.texts, attempts=res.settings.embed_batch_attempts
         )
-        metrics.EMBEDDING_TOKENS.labels(res.settings.embedder).inc(sum(c.token_count for c in part))
+        metrics.EMBEDDING_TOKENS.labels(res.settings.embedder).inc(batch.tokens)
     buffer = io.BytesIO()
     np.save(buffer, vectors)
     key = artifact_key(job.id, "vectors.npy")
@@ -180,34 +179,22 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
     vectors = np.load(io.BytesIO(_input(res, job, "embed", "vectors.npy")))
     with res.db.transaction() as session:
         row = session.get(Job, job.id)
-        assert row is not None
-        model, dimension, version = row.embedding_model, row.embedding_dim, row.index_version
-        extractor, chunker = row.extractor_version, row.chunker_version
-    assert model is not None and dimension is not None
+        assert row is not None and row.embedding_model is not None and row.embedding_dim is not None
+        origin = PointOrigin(
+            tenant_id=job.tenant_id,
+            document_id=job.document_id,
+            job_id=job.id,
+            index_version=row.index_version,
+            embedding_model=row.embedding_model,
+            extractor_version=row.extractor_version,
+            chunker_version=row.chunker_version,
+        )
+        dimension, version = row.embedding_dim, row.index_version
     store = res.vectors
-    collection = store.collection(model, dimension)
+    collection = store.collection(origin.embedding_model, dimension)
     store.ensure_collection(collection, dimension)
-    payloads = [
-        {
-            "tenant_id": job.tenant_id,
-            "document_id": job.document_id,
-            "job_id": job.id,
-            "chunk_index": c.index,
-            "page_start": c.page_start,
-            "page_end": c.page_end,
-            "char_start": c.char_start,
-            "char_end": c.char_end,
-            "heading": c.heading,
-            "sections": list(c.sections),
-            "text": c.text,
-            "index_version": version,
-            "embedding_model": model,
-            "extractor_version": extractor,
-            "chunker_version": chunker,
-        }
-        for c in chunks
-    ]
-    store.upsert(collection, [point_id(job.id, c.index) for c in chunks], vectors.tolist(), payloads)
+    ids, payloads = index_points(chunks, origin)
+    store.upsert(collection, ids, vectors.tolist(), payloads)
     written = store.count(collection, job.tenant_id, job_id=job.id)
     if written != len(chunks):
         raise PointCountMismatchError()

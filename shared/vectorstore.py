@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import threading
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -22,13 +21,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from shared.errors import VectorStoreError, VectorStoreUnavailableError
 from shared.settings import Settings
 
-POINT_NAMESPACE = uuid.UUID("6f2b8a1e-4c1d-5e7a-9b3f-2d8c0e4a7b61")
 UPSERT_BATCH = 256
-
-
-def point_id(job_id: str, chunk_index: int) -> str:
-    """Deterministic: a retry overwrites its own points; a new job writes beside the old ones."""
-    return str(uuid.uuid5(POINT_NAMESPACE, f"{job_id}:{chunk_index}"))
 
 
 def collection_name(prefix: str, model: str, dimension: int) -> str:
