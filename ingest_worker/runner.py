@@ -12,7 +12,8 @@ from __future__ import annotations
 import contextlib
 import enum
 import logging
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
@@ -21,7 +22,6 @@ from dramatiq.middleware.time_limit import TimeLimitExceeded
 from sqlalchemy.orm import Session
 
 from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, retry_or_dead_letter
-from ingest_worker.leases import renewed
 from ingest_worker.resources import Resources
 from shared import job_stages, jobs
 from shared.errors import IngestError, JobCancelledError, PermanentError
@@ -122,6 +122,30 @@ def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCle
 
 
 # --- Stop checks and leases ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def renewed(renew: Callable[[], bool], *, every_s: float, what: str) -> Iterator[None]:
+    """Call `renew` every `every_s` seconds until the block ends or `renew` returns False (the lease
+    was taken over or let go). A failed renewal is logged and tried again at the next tick: the
+    lease only lapses, and the maintenance loop only resumes the work, when renewals keep failing."""
+    stop = threading.Event()
+
+    def loop() -> None:
+        while not stop.wait(every_s):
+            try:
+                if not renew():
+                    return
+            except Exception:
+                logger.warning("could not renew the lease of %s", what, exc_info=True)
+
+    thread = threading.Thread(target=loop, name=f"lease {what}", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
 
 
 def failed_on_stop(session: Session, job: Job, status: JobStatus, settings: Any) -> bool:
