@@ -24,9 +24,10 @@ from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, ret
 from ingest_worker.leases import renewed
 from ingest_worker.resources import Resources
 from shared import job_stages, jobs
-from shared.errors import IngestError, JobCancelledError, PermanentError
+from shared.errors import IngestError, PermanentError
 from shared.jobs import ACTIVE, TERMINAL, JobSnapshot
 from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
+from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT, pipeline_of_stage
 
 logger = logging.getLogger(__name__)
