@@ -25,7 +25,8 @@ from ingest_worker.leases import renewed
 from ingest_worker.resources import Resources
 from shared import job_stages, jobs
 from shared.errors import IngestError, PermanentError
-from shared.jobs import ACTIVE, TERMINAL, JobSnapshot
+from shared.job_events import JobSnapshot
+from shared.jobs import ACTIVE, TERMINAL
 from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
 from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT, pipeline_of_stage

@@ -35,7 +35,7 @@ from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
 from shared.embedders import Embedder
 from shared.errors import EmbeddingUnavailableError, PointCountMismatchError
-from shared.jobs import JobSnapshot
+from shared.job_events import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
 from shared.pipeline_errors import DocumentDeletedError, NoTextError
 from shared.vectorstore import point_id
