@@ -19,8 +19,8 @@ from werkzeug.datastructures import FileStorage
 from gateway.services import Services
 from shared import operations
 from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
+from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
-from shared.jobs import latest_job_of_document
 from shared.models import Document, Job, new_id
 
 READ_BYTES = 1024 * 1024

@@ -6,7 +6,7 @@ from sqlalchemy import select
 
 from ingest_worker.resources import Resources
 from ingest_worker.runner import StageResult
-from shared.jobs import JobSnapshot
+from shared.job_events import JobSnapshot
 from shared.models import Document, Job
 
 

@@ -22,13 +22,13 @@ from ingest_worker.retry_policy import backoff_ms
 from shared import jobs
 from shared.errors import (
     IngestError,
-    ProcessingTimeoutError,
     StaleTransitionError,
     StorageUnavailableError,
     TransientError,
     VectorStoreUnavailableError,
 )
 from shared.models import DeadLetter, JobStatus
+from shared.pipeline_errors import ProcessingTimeoutError
 from shared.queue import HALT
 
 logger = logging.getLogger(__name__)

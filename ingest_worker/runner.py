@@ -24,9 +24,11 @@ from sqlalchemy.orm import Session
 from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, retry_or_dead_letter
 from ingest_worker.resources import Resources
 from shared import job_stages, jobs
-from shared.errors import IngestError, JobCancelledError, PermanentError
-from shared.jobs import ACTIVE, TERMINAL, JobSnapshot
+from shared.errors import IngestError, PermanentError
+from shared.job_events import JobSnapshot
+from shared.jobs import ACTIVE, TERMINAL
 from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
+from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT, pipeline_of_stage
 
 logger = logging.getLogger(__name__)

@@ -36,14 +36,10 @@ from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
 from shared.embedders import Embedder
-from shared.errors import (
-    DocumentDeletedError,
-    EmbeddingUnavailableError,
-    NoTextError,
-    PointCountMismatchError,
-)
-from shared.jobs import JobSnapshot
+from shared.errors import EmbeddingUnavailableError, PointCountMismatchError
+from shared.job_events import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
+from shared.pipeline_errors import DocumentDeletedError, NoTextError
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 
 # A failed embedding batch is tried again after a short pause; a provider asking for a longer one than

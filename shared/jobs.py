@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import case, select, update
+from sqlalchemy import case, update
 from sqlalchemy.orm import Session
 
-from shared import webhooks
 from shared.errors import IngestError, StaleTransitionError
-from shared.job_representation import iso_time, job_fields
-from shared.models import Job, JobEvent, JobKind, JobStage, JobStatus, StageStatus, utcnow
+from shared.job_events import EVENT_FOR_STATUS, JobSnapshot, record_event
+from shared.models import Job, JobStage, JobStatus, StageStatus, utcnow
 from shared.queue import pipeline_of_stage
 
 S = JobStatus
@@ -93,31 +92,6 @@ VERBS: Mapping[str, Verb] = {
     "requeue": Verb(frozenset({S.FAILED, S.DEAD_LETTERED}), S.QUEUED),
 }
 
-# Event type for each target status (stage progress within `running` is `job.stage_completed`).
-EVENT_FOR_STATUS: Mapping[JobStatus, str] = {
-    S.QUEUED: "job.queued",
-    S.RUNNING: "job.started",
-    S.RETRYING: "job.retrying",
-    S.COMPLETED: "job.completed",
-    S.FAILED: "job.failed",
-    S.DEAD_LETTERED: "job.dead_lettered",
-    S.CANCEL_REQUESTED: "job.cancel_requested",
-    S.CANCELLED: "job.cancelled",
-}
-
-
-@dataclass(frozen=True)
-class JobSnapshot:
-    """The job as one transition left it."""
-
-    row: Mapping[str, Any]
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.row[name]
-        except KeyError:
-            raise AttributeError(name) from None
-
 
 def stage_progress(stage: str) -> int:
     """Percent done once `stage` has finished."""
@@ -140,22 +114,6 @@ def _write(
     if row is None:
         raise StaleTransitionError()
     return JobSnapshot(dict(row))
-
-
-def record_event(session: Session, snapshot: JobSnapshot, event_type: str) -> None:
-    """Write the event that reports the change `snapshot` came from, and its webhook delivery
-    (same transaction)."""
-    payload = {**job_fields(snapshot.row), "timestamp": iso_time(snapshot.row["updated_at"])}
-    session.add(
-        JobEvent(
-            job_id=snapshot.id,
-            tenant_id=snapshot.tenant_id,
-            seq=snapshot.seq,
-            type=event_type,
-            payload=payload,
-        )
-    )
-    webhooks.add_deliveries(session, snapshot.row, event_type, payload)
 
 
 def allows(verb: str, status: JobStatus) -> bool:
@@ -268,14 +226,6 @@ def record_created(session: Session, job: Job) -> None:
     record_event(session, JobSnapshot(row), EVENT_FOR_STATUS[S.QUEUED])
 
 
-def get_job(session: Session, job_id: str, *, tenant_id: str | None = None) -> Job | None:
-    """The job, scoped to `tenant_id` when given (another tenant's job is None)."""
-    stmt = select(Job).where(Job.id == job_id)
-    if tenant_id is not None:
-        stmt = stmt.where(Job.tenant_id == tenant_id)
-    return session.scalars(stmt).first()
-
-
 def start(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> JobSnapshot:
     """The job enters `stage` (running) under a lease; the first stage of a queued job emits
     `job.started`, the first after a retry `job.resumed`."""
@@ -335,33 +285,3 @@ def advance(
         return None
     record_event(session, snapshot, "job.stage_completed")
     return snapshot
-
-
-def record_hand_off(session: Session, job_id: str) -> None:
-    """The job's next stage message is in the broker (not a transition: no `seq`, no event)."""
-    session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == S.RUNNING.value)
-        .values(handed_on_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-
-
-def await_parts(session: Session, job_id: str) -> None:
-    """The job's current stage goes on in parts with leases of their own: the job's lease is let go
-    and the parts' messages count as its hand-off (not a transition: no `seq`, no event)."""
-    session.execute(
-        update(Job)
-        .where(Job.id == job_id, Job.status == S.RUNNING.value)
-        .values(lease_expires_at=None, handed_on_at=utcnow())
-        .execution_options(synchronize_session=False)
-    )
-
-
-def latest_job_of_document(session: Session, document_id: str) -> Job | None:
-    """The document's latest upload or delete job (reindex jobs are the operator's, not the client's)."""
-    return session.scalars(
-        select(Job)
-        .where(Job.document_id == document_id, Job.kind != JobKind.REINDEX.value)
-        .order_by(Job.created_at.desc())
-    ).first()

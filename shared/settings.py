@@ -6,14 +6,14 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-PREFIX = "INGEST_"
+from shared.settings_derived import DerivedSettings
+from shared.settings_env import PREFIX, env_of, values_from_env
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(DerivedSettings):
     """Every knob of the service. Defaults are the embedded topology (one machine, nothing to install).
 
     Each field is read from `INGEST_<FIELD NAME IN UPPER CASE>`; names carry their units.
@@ -269,51 +269,11 @@ class Settings:
     # data_dir/demo-api-key.
     demo_tenant: str = "demo"
 
-    @property
-    def effective_database_url(self) -> str:
-        """The configured database URL, or the embedded SQLite file."""
-        return self.database_url or f"sqlite:///{Path(self.data_dir).resolve() / 'ingest.db'}"
-
-    @property
-    def effective_storage_dir(self) -> str:
-        """Directory of the local object store."""
-        return self.storage_dir or str(Path(self.data_dir) / "objects")
-
-    @property
-    def effective_qdrant_path(self) -> str:
-        """Folder of the local Qdrant store (used only without a Qdrant URL)."""
-        return self.qdrant_path or str(Path(self.data_dir) / "qdrant")
-
-    @property
-    def effective_model_cache_dir(self) -> str:
-        """Folder where the offline embedder's ONNX graph is built once and kept."""
-        return self.model_cache_dir or str(Path(self.data_dir) / "models")
-
-    @property
-    def effective_metrics_dir(self) -> str:
-        """Folder under which each process group keeps its Prometheus multiprocess files."""
-        return self.metrics_dir or str(Path(self.data_dir) / "metrics")
-
-    @property
-    def max_upload_bytes(self) -> int:
-        return self.max_upload_mb * 1024 * 1024
-
-    @property
-    def local_qdrant(self) -> bool:
-        """True when Qdrant runs in local mode, so one process alone may open its folder."""
-        return not self.qdrant_url
-
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
         """Build settings from `INGEST_*` variables; keyword overrides win (tests, entry points)."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            raw = env.get(PREFIX + f.name.upper())
-            if raw is not None:
-                values[f.name] = _parse(raw, f.type, f.name)
-        values.update(overrides)
-        return cls(**values)
+        values = values_from_env(cls, os.environ if environ is None else environ)
+        return cls(**{**values, **overrides})
 
     def export_child_environment(self) -> None:
         """Set the variables that subprocesses (tesseract) read; an operator's own value wins."""
@@ -322,12 +282,7 @@ class Settings:
     def to_env(self, *, every_field: bool = False) -> dict[str, str]:
         """The `INGEST_*` variables that rebuild these settings in another process (non-default
         fields only, unless `every_field`); `from_env(s.to_env()) == s`."""
-        env: dict[str, str] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if every_field or value != f.default:
-                env[PREFIX + f.name.upper()] = _format(value)
-        return env
+        return env_of(self, every_field=every_field)
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with some fields changed."""
@@ -340,28 +295,3 @@ def child_environment(extra: Mapping[str, str]) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(PREFIX)}
     env.update(extra)
     return env
-
-
-def _format(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _parse(raw: str, type_name: Any, name: str) -> Any:
-    kind = type_name if isinstance(type_name, str) else getattr(type_name, "__name__", str(type_name))
-    try:
-        if kind == "bool":
-            lowered = raw.strip().lower()
-            if lowered in {"1", "true", "yes", "on"}:
-                return True
-            if lowered in {"0", "false", "no", "off", ""}:
-                return False
-            raise ValueError(raw)
-        if kind == "int":
-            return int(raw)
-        if kind == "float":
-            return float(raw)
-    except ValueError as exc:
-        raise ValueError(f"{PREFIX}{name.upper()} must be a {kind}, got {raw!r}") from exc
-    return raw

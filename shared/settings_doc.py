@@ -18,7 +18,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.settings import PREFIX, Settings
+from shared.settings import Settings
+from shared.settings_env import PREFIX
 
 SOURCE = Path(__file__).with_name("settings.py")
 OUTPUT = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"

@@ -14,8 +14,8 @@ from datetime import datetime, timedelta
 from sqlalchemy import ColumnElement, and_, func, select, update
 from sqlalchemy.orm import Session
 
-from shared import jobs
 from shared.errors import BrokerUnavailableError
+from shared.job_hand_offs import record_hand_off
 from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
 from shared.queue import Publisher
 
@@ -97,7 +97,7 @@ class StageMessages:
         session.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow()))
         # A running job's next message is in the broker now: the sweeper must not take it for a
         # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
-        jobs.record_hand_off(session, claim.job_id)
+        record_hand_off(session, claim.job_id)
         logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)
 
     def unsent(

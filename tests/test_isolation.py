@@ -17,18 +17,15 @@ import pytest
 
 from ingest_worker import isolation
 from ingest_worker.isolation import ChildTracebackError, run_isolated, stop_idle_children
-from shared import errors
-from shared.errors import (
+from shared import errors, pipeline_errors
+from shared.errors import IngestError, PermanentError, StorageUnavailableError, TransientError
+from shared.pipeline_errors import (
     EncryptedPdfError,
-    IngestError,
     MemoryLimitError,
     ParserCrashedError,
     ParserKilledError,
     ParseTimeoutError,
-    PermanentError,
     ProcessingTimeoutError,
-    StorageUnavailableError,
-    TransientError,
 )
 
 MEMORY_MB = 512
@@ -147,8 +144,9 @@ def test_a_code_and_retry_after_given_at_raise_time_cross_too() -> None:
     "error_class",
     [
         cls
-        for _, cls in inspect.getmembers(errors, inspect.isclass)
-        if issubclass(cls, IngestError) and cls.__module__ == errors.__name__
+        for module in (errors, pipeline_errors)
+        for _, cls in inspect.getmembers(module, inspect.isclass)
+        if issubclass(cls, IngestError) and cls.__module__ == module.__name__
     ],
 )
 def test_every_error_class_pickles_with_its_code(error_class: type[IngestError]) -> None:

@@ -25,9 +25,9 @@ from ingest_worker.runner import run_stage
 from ingest_worker.stages.artifacts import pages_from_json
 from shared import operations
 from shared.db import Database
-from shared.errors import InvalidPdfError, OcrFailedError
 from shared.models import Job, JobStage, OutboxMessage, StagePart, Tenant, TenantStatus, utcnow
 from shared.outbox import Relay
+from shared.pipeline_errors import InvalidPdfError, OcrFailedError
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests import test_recovery

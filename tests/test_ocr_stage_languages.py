@@ -11,7 +11,7 @@ from ingest_worker import stage_io
 from ingest_worker.ocr import page_ranges
 from ingest_worker.ocr.page_ranges import run_range
 from ingest_worker.stages.ocr_confidence import PageReading
-from shared.jobs import JobSnapshot
+from shared.job_events import JobSnapshot
 from shared.models import Document, Job
 from shared.settings import Settings
 from tests.inprocess import create_document_job, in_process_service

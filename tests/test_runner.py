@@ -15,9 +15,10 @@ from ingest_worker.failures import RetryPolicy
 from ingest_worker.resources import Resources
 from ingest_worker.runner import Claim, JobEndedError, run
 from shared import jobs
-from shared.errors import JobCancelledError, PermanentError
+from shared.errors import PermanentError
 from shared.jobs import ACTIVE
 from shared.models import DeadLetter, Job, Tenant, TenantStatus
+from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT
 from shared.settings import Settings
 from tests.databases import migrate_database

@@ -26,8 +26,8 @@ from gateway.schemas import (
 from gateway.services import services
 from shared import ocr_languages, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
+from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
-from shared.jobs import latest_job_of_document
 from shared.models import Document
 from shared.webhooks.callback_urls import check_setting
 

@@ -17,7 +17,8 @@ from gateway.schemas import EventStreamArgsSchema
 from gateway.services import services
 from shared.db import Database
 from shared.errors import InvalidRequestError, NotFoundError
-from shared.jobs import TERMINAL, get_job
+from shared.job_queries import get_job
+from shared.jobs import TERMINAL
 from shared.models import Job, JobEvent
 from shared.webhooks import event_body
 

@@ -14,8 +14,8 @@ from gateway.schemas import JobListArgsSchema, JobListSchema, JobSchema
 from gateway.services import services
 from shared import operations
 from shared.errors import NotFoundError
+from shared.job_queries import get_job as load_job
 from shared.job_representation import job_body
-from shared.jobs import get_job as load_job
 from shared.models import Job
 
 blp = Blueprint("jobs", __name__, description="Follow and control jobs")

@@ -20,7 +20,7 @@ from gateway.schemas import (
 from gateway.services import services
 from shared import webhooks
 from shared.errors import NotFoundError
-from shared.jobs import get_job
+from shared.job_queries import get_job
 from shared.models import Tenant, WebhookDelivery, utcnow
 from shared.webhooks.callback_urls import check_setting
 

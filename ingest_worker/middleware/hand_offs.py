@@ -15,7 +15,7 @@ from dramatiq.broker import Broker
 from dramatiq.middleware import Middleware
 
 from ingest_worker.resources import Resources
-from shared.jobs import record_hand_off
+from shared.job_hand_offs import record_hand_off
 from shared.queue import ACTOR_FOR_STAGE, LANES, PART_ACTOR_FOR_STAGE, actor_for, part_actor_for
 
 logger = logging.getLogger(__name__)

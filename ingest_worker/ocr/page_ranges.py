@@ -37,7 +37,9 @@ from ingest_worker.stages.artifacts import pages_from_json, pages_to_json
 from ingest_worker.stages.ocr_confidence import PageReading
 from shared import jobs, outbox
 from shared.errors import StaleTransitionError
-from shared.jobs import ACTIVE, JobSnapshot
+from shared.job_events import JobSnapshot
+from shared.job_hand_offs import await_parts
+from shared.jobs import ACTIVE
 from shared.models import Job, JobStatus
 from shared.queue import pipeline_of_stage
 
@@ -75,7 +77,7 @@ def _fan_out(res: Resources, job_id: str, ranges: list[list[int]]) -> StageResul
         todo = stage_parts.plan_parts(session, job_id, STAGE, ranges)
         for n in todo:
             outbox.add_message(session, job_id, STAGE, part=n)
-        jobs.await_parts(session, job_id)
+        await_parts(session, job_id)
     # The relay attached to the worker's sessions publishes the range messages on commit.
     logger.info("job %s: OCR of %s ranges fanned out (%s to publish)", job_id, len(ranges), len(todo))
     return StageResult(in_parts=True)

@@ -14,7 +14,7 @@ from PIL import Image
 
 from ingest_worker.stages.ocr_confidence import ConfidenceRule, PageReading, confident_text, words_from_data
 from ingest_worker.stages.parser_errors import pdfium_errors
-from shared.errors import (
+from shared.pipeline_errors import (
     OcrFailedError,
     OcrUnavailableError,
     PageCountMismatchError,

@@ -29,10 +29,10 @@ from pypdf.errors import (
     PyPdfError,
 )
 
-from shared.errors import (
+from shared.errors import IngestError
+from shared.pipeline_errors import (
     DecompressionBombError,
     EncryptedPdfError,
-    IngestError,
     InvalidPdfError,
     MalformedPdfError,
     NestingTooDeepError,

@@ -10,12 +10,11 @@ from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
 from ingest_worker.stages.parser_errors import pypdf_errors
-from shared.errors import (
-    EmptyFileError,
+from shared.errors import EmptyFileError, NotAPdfError
+from shared.pipeline_errors import (
     EncryptedPdfError,
     InvalidPdfError,
     MalformedPdfError,
-    NotAPdfError,
     PageCountMismatchError,
     TooManyObjectsError,
     TruncatedPdfError,

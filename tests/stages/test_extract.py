@@ -8,7 +8,8 @@ import pytest
 
 from ingest_worker.stages.artifacts import PageText, pages_from_json, pages_to_json
 from ingest_worker.stages.extract import extract_pages
-from shared.errors import EncryptedPdfError, NotAPdfError, PdfLimitError
+from shared.errors import NotAPdfError
+from shared.pipeline_errors import EncryptedPdfError, PdfLimitError
 from tests import pdfs
 from tests.text_metrics import character_error_rate
 

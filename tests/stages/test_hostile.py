@@ -16,7 +16,8 @@ from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import pdf_errors, validate_pdf
-from shared.errors import IngestError, PdfLimitError, PermanentError
+from shared.errors import IngestError, PermanentError
+from shared.pipeline_errors import PdfLimitError
 from tests import hostile_pdfs, pdfs
 
 TIMEOUT_S = 30

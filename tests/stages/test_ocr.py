@@ -10,7 +10,12 @@ import pytest
 
 from ingest_worker.stages import ocr
 from ingest_worker.stages.ocr import ocr_pages
-from shared.errors import EncryptedPdfError, OcrFailedError, OcrUnavailableError, ProcessingTimeoutError
+from shared.pipeline_errors import (
+    EncryptedPdfError,
+    OcrFailedError,
+    OcrUnavailableError,
+    ProcessingTimeoutError,
+)
 from shared.settings import Settings
 from tests import pdfs
 from tests.text_metrics import character_error_rate

@@ -22,16 +22,15 @@ from pypdf.errors import (
 
 from ingest_worker.stages import extract, validate
 from ingest_worker.stages.parser_errors import classify_pdfium, pdfium_errors, pypdf_errors
-from shared.errors import (
+from shared.errors import IngestError, PermanentError
+from shared.pipeline_errors import (
     DecompressionBombError,
     EncryptedPdfError,
-    IngestError,
     InvalidPdfError,
     MalformedPdfError,
     NestingTooDeepError,
     PageRenderError,
     PdfLimitError,
-    PermanentError,
     RestrictedFilterNameError,
     UnsupportedEncryptionError,
     UnsupportedFeatureError,

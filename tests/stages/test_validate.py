@@ -10,11 +10,10 @@ from pypdf.errors import PdfStreamError
 
 from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.validate import validate_pdf
-from shared.errors import (
-    EmptyFileError,
+from shared.errors import EmptyFileError, NotAPdfError
+from shared.pipeline_errors import (
     EncryptedPdfError,
     InvalidPdfError,
-    NotAPdfError,
     TooManyPagesError,
     UnsupportedEncryptionError,
 )

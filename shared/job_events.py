@@ -1,0 +1,57 @@
+"""What a job's transitions leave behind: the snapshot of its row, and the event that reports it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from shared import webhooks
+from shared.job_representation import iso_time, job_fields
+from shared.models import JobEvent, JobStatus
+
+S = JobStatus
+
+
+@dataclass(frozen=True)
+class JobSnapshot:
+    """The job as one transition left it."""
+
+    row: Mapping[str, Any]
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.row[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+# Event type for each target status (stage progress within `running` is `job.stage_completed`).
+EVENT_FOR_STATUS: Mapping[JobStatus, str] = {
+    S.QUEUED: "job.queued",
+    S.RUNNING: "job.started",
+    S.RETRYING: "job.retrying",
+    S.COMPLETED: "job.completed",
+    S.FAILED: "job.failed",
+    S.DEAD_LETTERED: "job.dead_lettered",
+    S.CANCEL_REQUESTED: "job.cancel_requested",
+    S.CANCELLED: "job.cancelled",
+}
+
+
+def record_event(session: Session, snapshot: JobSnapshot, event_type: str) -> None:
+    """Write the event that reports the change `snapshot` came from, and its webhook delivery
+    (same transaction)."""
+    payload = {**job_fields(snapshot.row), "timestamp": iso_time(snapshot.row["updated_at"])}
+    session.add(
+        JobEvent(
+            job_id=snapshot.id,
+            tenant_id=snapshot.tenant_id,
+            seq=snapshot.seq,
+            type=event_type,
+            payload=payload,
+        )
+    )
+    webhooks.add_deliveries(session, snapshot.row, event_type, payload)
