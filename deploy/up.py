@@ -26,7 +26,8 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from deploy.topology import ROOT, Topology, process_specs
+from deploy.supervisor import Topology
+from deploy.topology import ROOT, process_specs
 from deploy.weed import free_ports, remove_stray_sockets, weed_binary, weed_command, write_identities
 from shared.settings import Settings, child_environment
 

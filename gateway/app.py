@@ -12,7 +12,7 @@ from flask_smorest.utils import prepare_response
 from gateway import metrics
 from gateway.api import admin, documents, events, health, jobs, search, webhooks
 from gateway.errors import register_error_handlers
-from gateway.schemas import ProblemSchema
+from gateway.schemas.common import ProblemSchema
 from gateway.services import Services
 from shared.db import Database
 from shared.embedders import Embedder

@@ -1,9 +1,6 @@
 """Object storage on any S3 API server (AWS S3, MinIO, SeaweedFS) through boto3.
 
-Vendor errors are translated here, at the boundary: a missing key becomes `ObjectNotFoundError`; an
-unreachable endpoint, a 5xx, refused credentials or a missing bucket become `StorageUnavailableError`
-(the job's input is not at fault, so the work is retried once the store is back or fixed). The
-client-visible messages are fixed strings; the vendor exception stays chained for the logs.
+Vendor errors are translated at this boundary, by `shared.s3_errors`.
 """
 
 from __future__ import annotations
@@ -13,13 +10,12 @@ import threading
 from typing import Any, BinaryIO
 
 import boto3
-from boto3.exceptions import Boto3Error
 from boto3.s3.transfer import TransferConfig
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError, NoCredentialsError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import ClientError
 
-from shared.errors import IngestError, ObjectNotFoundError, StorageUnavailableError
+from shared.errors import StorageUnavailableError
+from shared.s3_errors import MISSING_BUCKET_CODES, VENDOR_ERRORS, error_code, is_not_found, translate
 from shared.settings import Settings
 
 MIB = 1024 * 1024
@@ -31,25 +27,7 @@ MAX_BUFFERED_PARTS = 2
 # DeleteObjects accepts at most 1000 keys per request.
 DELETE_BATCH_SIZE = 1000
 
-NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound"})
-MISSING_BUCKET_CODES = frozenset({"NoSuchBucket"})
-REFUSED_CODES = frozenset(
-    {
-        "403",
-        "AccessDenied",
-        "Forbidden",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "InvalidToken",
-        "ExpiredToken",
-        "InvalidSecurity",
-    }
-)
 BUCKET_EXISTS_CODES = frozenset({"BucketAlreadyOwnedByYou", "BucketAlreadyExists"})
-
-UNREACHABLE_MESSAGE = "Object storage cannot be reached."
-REFUSED_MESSAGE = "Object storage refused the service's credentials."
-MISSING_BUCKET_MESSAGE = "The object storage bucket does not exist."
 
 # Fail fast: a dead endpoint must surface as a retryable error in seconds, not minutes.
 CLIENT_CONFIG = Config(
@@ -77,45 +55,6 @@ def _transfer_config() -> TransferConfig:
     )
     config.max_in_memory_upload_chunks = MAX_BUFFERED_PARTS
     return config
-
-
-def _error_code(exc: ClientError) -> str:
-    return str(exc.response.get("Error", {}).get("Code", ""))
-
-
-def _status(exc: ClientError) -> int:
-    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-
-
-def _is_not_found(exc: BaseException) -> bool:
-    return isinstance(exc, ClientError) and _error_code(exc) in NOT_FOUND_CODES
-
-
-def _translate(exc: BaseException, *, bucket_call: bool = False) -> IngestError:
-    """The classified error for a vendor exception (the caller raises it `from exc`).
-
-    `bucket_call` marks bucket-level requests, where a bare 404 means the bucket is missing.
-    """
-    if isinstance(exc, Boto3Error) and isinstance(exc.__context__, ClientError | BotoCoreError):
-        # upload_fileobj wraps the ClientError it caught in S3UploadFailedError.
-        exc = exc.__context__
-    if isinstance(exc, ClientError):
-        code = _error_code(exc)
-        if code in MISSING_BUCKET_CODES or (bucket_call and code in NOT_FOUND_CODES):
-            return StorageUnavailableError(MISSING_BUCKET_MESSAGE)
-        if code in NOT_FOUND_CODES:
-            return ObjectNotFoundError()
-        if code in REFUSED_CODES or _status(exc) in (401, 403):
-            return StorageUnavailableError(REFUSED_MESSAGE)
-        return StorageUnavailableError()
-    if isinstance(exc, NoCredentialsError):
-        return StorageUnavailableError(REFUSED_MESSAGE)
-    if isinstance(exc, BotoConnectionError | HTTPClientError):
-        return StorageUnavailableError(UNREACHABLE_MESSAGE)
-    return StorageUnavailableError()
-
-
-VENDOR_ERRORS = (ClientError, BotoCoreError, Boto3Error)
 
 
 class S3Storage:
@@ -201,11 +140,11 @@ class S3Storage:
         try:
             client.head_bucket(Bucket=self.bucket)
         except ClientError as exc:
-            if not _is_not_found(exc) and _error_code(exc) not in MISSING_BUCKET_CODES:
-                raise _translate(exc, bucket_call=True) from exc
+            if not is_not_found(exc) and error_code(exc) not in MISSING_BUCKET_CODES:
+                raise translate(exc, bucket_call=True) from exc
             self._create_bucket(client)
         except VENDOR_ERRORS as exc:
-            raise _translate(exc, bucket_call=True) from exc
+            raise translate(exc, bucket_call=True) from exc
         self._bucket_ready = True
 
     def _create_bucket(self, client: Any) -> None:
@@ -215,15 +154,15 @@ class S3Storage:
         try:
             client.create_bucket(**kwargs)
         except ClientError as exc:
-            if _error_code(exc) not in BUCKET_EXISTS_CODES:
-                raise _translate(exc, bucket_call=True) from exc
+            if error_code(exc) not in BUCKET_EXISTS_CODES:
+                raise translate(exc, bucket_call=True) from exc
             # Another process won the race, or someone else owns the name: only a HEAD can tell.
             try:
                 client.head_bucket(Bucket=self.bucket)
             except VENDOR_ERRORS as head_exc:
-                raise _translate(head_exc, bucket_call=True) from head_exc
+                raise translate(head_exc, bucket_call=True) from head_exc
         except VENDOR_ERRORS as exc:
-            raise _translate(exc, bucket_call=True) from exc
+            raise translate(exc, bucket_call=True) from exc
 
     # --- ObjectStorage -------------------------------------------------------------------------
 
@@ -238,7 +177,7 @@ class S3Storage:
             else:
                 client.upload_fileobj(fileobj, self.bucket, key, Config=self.transfer_config)
         except VENDOR_ERRORS as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def put_bytes(self, key: str, data: bytes) -> None:
         """Store a small value in one request."""
@@ -246,7 +185,7 @@ class S3Storage:
         try:
             client.put_object(Bucket=self.bucket, Key=key, Body=data)
         except VENDOR_ERRORS as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def get_bytes(self, key: str) -> bytes:
         """Read a whole object; `ObjectNotFoundError` when it does not exist."""
@@ -258,7 +197,7 @@ class S3Storage:
             finally:
                 body.close()
         except VENDOR_ERRORS as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def download(self, key: str, path: str) -> None:
         """Copy an object to a local file, streaming; the file appears only once complete."""
@@ -266,7 +205,7 @@ class S3Storage:
         try:
             client.download_file(self.bucket, key, path, Config=self.transfer_config)
         except VENDOR_ERRORS as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def exists(self, key: str) -> bool:
         """True when `key` holds an object."""
@@ -274,9 +213,9 @@ class S3Storage:
         try:
             client.head_object(Bucket=self.bucket, Key=key)
         except VENDOR_ERRORS as exc:
-            if _is_not_found(exc):
+            if is_not_found(exc):
                 return False
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
         return True
 
     def delete(self, key: str) -> None:
@@ -285,9 +224,9 @@ class S3Storage:
         try:
             client.delete_object(Bucket=self.bucket, Key=key)
         except VENDOR_ERRORS as exc:
-            if _is_not_found(exc):
+            if is_not_found(exc):
                 return
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def delete_prefix(self, prefix: str) -> None:
         """Remove every object whose key starts with `prefix`, a page of keys per request."""
@@ -308,7 +247,7 @@ class S3Storage:
                     if response.get("Errors"):
                         raise StorageUnavailableError()
         except VENDOR_ERRORS as exc:
-            raise _translate(exc) from exc
+            raise translate(exc) from exc
 
     def check(self) -> None:
         """Raise `StorageUnavailableError` unless the bucket answers with these credentials."""
@@ -316,4 +255,4 @@ class S3Storage:
         try:
             client.head_bucket(Bucket=self.bucket)
         except VENDOR_ERRORS as exc:
-            raise _translate(exc, bucket_call=True) from exc
+            raise translate(exc, bucket_call=True) from exc

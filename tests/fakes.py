@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from tokenizers import Tokenizer
 
-from shared.embedders.onnx_build import max_seq_length, model_dir
+from shared.embedders.onnx_build import model_dir
+from shared.embedders.onnx_graph import max_seq_length
 from shared.settings import Settings
 
 # The `embedder` setting that selects the fake (shared.embedders.make_embedder imports it by name).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-from gateway.schemas import CountersSchema, ErrorSchema, JobSchema
+from gateway.schemas.jobs import CountersSchema, ErrorSchema, JobSchema
 from shared import jobs
 from shared.db import Database
 from shared.errors import PermanentError

@@ -14,7 +14,8 @@ import pytest
 from flask import Flask
 from qdrant_client import QdrantClient
 
-from deploy.topology import Topology, process_specs
+from deploy.supervisor import Topology
+from deploy.topology import process_specs
 from gateway.app import create_app
 from ingest_worker.maintenance import MaintenanceLoop
 from shared.db import Database

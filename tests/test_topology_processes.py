@@ -17,7 +17,8 @@ import pytest
 import requests
 from sqlalchemy import select
 
-from deploy.topology import ProcessSpec, Topology, process_specs
+from deploy.supervisor import Topology
+from deploy.topology import ProcessSpec, process_specs
 from shared.db import Database
 from shared.models import JobStage
 from shared.settings import Settings

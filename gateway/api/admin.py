@@ -10,12 +10,11 @@ from sqlalchemy.exc import IntegrityError
 
 from gateway.auth import admin_required
 from gateway.representations import dead_letter_body, key_body, reindex_body, tenant_body
-from gateway.schemas import (
+from gateway.schemas.admin import (
     ApiKeyListSchema,
     ApiKeySchema,
     DeadLetterArgsSchema,
     DeadLetterListSchema,
-    JobSchema,
     LimitsSchema,
     ReindexArgsSchema,
     ReindexSchema,
@@ -24,6 +23,7 @@ from gateway.schemas import (
     TenantOcrSchema,
     TenantSchema,
 )
+from gateway.schemas.jobs import JobSchema
 from gateway.services import services
 from shared import ocr_languages
 from shared import reindex as reindexes

@@ -13,16 +13,16 @@ from gateway.auth import tenant_required
 from gateway.idempotency import StoredResponse
 from gateway.pagination import next_cursor, page
 from gateway.representations import document_body
-from gateway.schemas import (
+from gateway.schemas.common import ListArgsSchema
+from gateway.schemas.documents import (
     DocumentListSchema,
     DocumentSchema,
     IdempotencyHeaderSchema,
-    JobSchema,
-    ListArgsSchema,
     UploadFormSchema,
     UploadQuerySchema,
     UploadResponseSchema,
 )
+from gateway.schemas.jobs import JobSchema
 from gateway.services import services
 from shared import ocr_languages, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError

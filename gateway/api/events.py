@@ -13,7 +13,7 @@ from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway.auth import tenant_required
-from gateway.schemas import EventStreamArgsSchema
+from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services
 from shared.db import Database
 from shared.errors import InvalidRequestError, NotFoundError

@@ -9,7 +9,7 @@ from typing import Any
 from flask_smorest import Blueprint
 from sqlalchemy import text
 
-from gateway.schemas import HealthSchema, ReadinessSchema
+from gateway.schemas.health import HealthSchema, ReadinessSchema
 from gateway.services import Services, services
 from shared.errors import IngestError, SearchUnavailableError
 

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from gateway.auth import tenant_required
 from gateway.pagination import next_cursor, page
-from gateway.schemas import JobListArgsSchema, JobListSchema, JobSchema
+from gateway.schemas.jobs import JobListArgsSchema, JobListSchema, JobSchema
 from gateway.services import services
 from shared import operations
 from shared.errors import NotFoundError

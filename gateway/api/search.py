@@ -9,7 +9,7 @@ from flask import g
 from flask_smorest import Blueprint
 
 from gateway.auth import tenant_required
-from gateway.schemas import SearchArgsSchema, SearchResponseSchema
+from gateway.schemas.search import SearchArgsSchema, SearchResponseSchema
 from gateway.services import services
 from shared.models import Tenant
 

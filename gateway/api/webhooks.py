@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from gateway.auth import tenant_required
 from gateway.representations import delivery_body, webhook_settings_body
-from gateway.schemas import (
+from gateway.schemas.webhooks import (
     DeliveryListSchema,
     DeliverySchema,
     WebhookSettingsSchema,

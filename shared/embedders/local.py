@@ -10,7 +10,8 @@ import onnxruntime as ort
 from onnxruntime.capi import onnxruntime_pybind11_state as ort_state
 from tokenizers import Tokenizer
 
-from shared.embedders.onnx_build import MODEL_NAME, build_model, max_seq_length, model_dir
+from shared.embedders.onnx_build import build_model, model_dir
+from shared.embedders.onnx_graph import MODEL_NAME, max_seq_length
 from shared.errors import EmbeddingUnavailableError
 from shared.settings import Settings
 

@@ -19,7 +19,8 @@ from typing import Any
 import httpx
 
 from deploy import topology
-from deploy.topology import ProcessSpec, Topology
+from deploy.supervisor import Topology
+from deploy.topology import ProcessSpec
 from shared.db import Database, migrate
 from shared.settings import Settings
 from shared.tenants import create_tenant
