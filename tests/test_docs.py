@@ -130,3 +130,21 @@ def test_relative_links_lead_to_files_that_exist(path: Path) -> None:
     targets = [m.group(1) for m in LINK.finditer(path.read_text()) if "://" not in m.group(1)]
     # Then each relative one names a file of the repository
     assert [t for t in targets if not (path.parent / t).exists()] == []
+
+
+def test_the_walk_through_names_at_most_35_modules_that_exist() -> None:
+    # Given the walk-through of one upload in docs/architecture.md
+    text = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    start = text.index("The walk-through follows one upload")
+    end = text.index("That is ", start)
+    stated = int(re.match(r"That is (\d+) modules", text[end:]).group(1))  # type: ignore[union-attr]
+
+    # When the module paths it names are counted, each once
+    named = list(
+        dict.fromkeys(re.findall(r"`((?:gateway|ingest_worker|shared)/[\w/]+\.py)`", text[start:end]))
+    )
+
+    # Then there are at most 35, the text states their number, and each one exists
+    assert len(named) <= 35
+    assert stated == len(named)
+    assert [m for m in named if not (ROOT / m).is_file()] == []
