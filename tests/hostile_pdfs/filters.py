@@ -1,0 +1,66 @@
+"""Page content under filters pypdf cannot or may not decode: JBIG2, abbreviations, unknown."""
+
+from __future__ import annotations
+
+import zlib
+
+from tests.hostile_pdfs.objects import CATALOG, leaf_page
+from tests.pdfs import raw_pdf
+
+# --- Filters ----------------------------------------------------------------------------------------
+
+
+def filtered_content_pdf(filters: bytes, data: bytes, decode_parms: bytes = b"") -> bytes:
+    """One page whose content stream declares `filters` (e.g. b"/JBIG2Decode") over `data`."""
+    stream = (
+        b"<< /Length %d /Filter %s%s >>\nstream\n" % (len(data), filters, decode_parms)
+        + data
+        + b"\nendstream"
+    )
+    return raw_pdf(
+        [
+            CATALOG,
+            b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+            leaf_page(2, b" /Contents 4 0 R"),
+            stream,
+        ]
+    )
+
+
+def jbig2_content_pdf() -> bytes:
+    """A content stream compressed with JBIG2, which pypdf decodes only through the jbig2dec program."""
+    return filtered_content_pdf(b"/JBIG2Decode", b"\x97JB2\r\n\x1a\n" + b"\0" * 32)
+
+
+def abbreviated_a85_pdf() -> bytes:
+    """A content stream under /A85, the abbreviation PDF allows only for inline images."""
+    return filtered_content_pdf(b"/A85", base64_85(b"BT /F1 12 Tf 72 720 Td (Hello) Tj ET"))
+
+
+def abbreviated_flate_pdf() -> bytes:
+    """A content stream under /Fl, the inline-image abbreviation of /FlateDecode."""
+    return filtered_content_pdf(b"/Fl", zlib.compress(b"BT ET"))
+
+
+def unknown_filter_pdf() -> bytes:
+    """A content stream under a filter no PDF version defines."""
+    return filtered_content_pdf(b"/NoSuchDecode", b"garbage")
+
+
+def named_crypt_filter_pdf() -> bytes:
+    """A content stream under a named /Crypt filter, which pypdf does not implement."""
+    return filtered_content_pdf(
+        b"/Crypt", b"BT ET", b" /DecodeParms << /Type /CryptFilterDecodeParms /Name /X >>"
+    )
+
+
+def brotli_content_pdf() -> bytes:
+    """A content stream under /BrotliDecode (PDF 2.0 errata), which needs the optional brotli package."""
+    return filtered_content_pdf(b"/BrotliDecode", b"\x0b\x02\x80BT ET\x03")
+
+
+def base64_85(data: bytes) -> bytes:
+    """`data` in ASCII85 with its end marker, as the ASCII85Decode filter reads it."""
+    import base64
+
+    return base64.a85encode(data) + b"~>"

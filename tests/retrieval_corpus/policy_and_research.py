@@ -1,0 +1,113 @@
+"""The corpus's formal documents: an information security policy and a research paper on sleep."""
+
+from __future__ import annotations
+
+POLICY_AND_RESEARCH: dict[str, list[str]] = {
+    "information-security-policy.pdf": [
+        "Passwords and Authentication\n\nThis policy applies to every employee, contractor and system of "
+        "the company. Passwords must be at least fourteen characters long and must not be reused across "
+        "systems. A password manager approved by the security team is provided to everyone and should be "
+        "used to generate and store passwords. Passwords are changed only when there is reason to believe "
+        "they have been exposed. Multi-factor authentication is mandatory for email, the VPN and every "
+        "administrative console.\n\nAccess Control\n\nAccess is granted on the principle of least "
+        "privilege: each person receives only the rights their role requires. Access rights are reviewed "
+        "every quarter by each system owner and removed within one day when an employee leaves. Shared "
+        "accounts are forbidden except for documented service accounts, whose credentials are kept in the "
+        "vault. Administrative rights on laptops are granted for a limited time through the self-service "
+        "portal.",
+        "Devices\n\nOnly company-managed devices may connect to internal systems. Laptops must use full-disk "
+        "encryption and lock automatically after five minutes of inactivity. Operating system updates are "
+        "installed automatically and a device that misses them for two weeks loses network access. Lost or "
+        "stolen devices must be reported to the service desk at once, so that they can be wiped remotely."
+        "\n\nData Handling\n\nInformation is classified as public, internal, confidential or strictly "
+        "confidential, and the owner of a document is responsible for its label. Confidential data may not "
+        "be stored on personal USB drives or private cloud accounts. Strictly confidential data is sent "
+        "outside the company only in encrypted form. Backups are taken nightly, kept for ninety days, and a "
+        "restore is tested every month. Paper documents with confidential data are destroyed in the locked "
+        "shredding bins.",
+        "Incident Response\n\nSuspected security incidents must be reported to the security team within one "
+        "hour of discovery. Examples include a lost laptop, a password typed into a suspicious site or "
+        "unusual activity on an account. Phishing emails should be reported with the report button and then "
+        "deleted, never forwarded. The security team decides within four hours whether a personal data "
+        "breach must be notified to the supervisory authority.\n\nVulnerability Management\n\nAll systems "
+        "are scanned for known vulnerabilities every week. Critical software vulnerabilities must be patched "
+        "within seven days of a fix being released. Other vulnerabilities are patched in the monthly "
+        "maintenance window. An exception needs the written approval of the chief information security "
+        "officer and expires after ninety days.\n\nCompliance\n\nBreaches of this policy may lead to "
+        "disciplinary action. The policy is reviewed every year.",
+        "Purpose and Scope\n\nThis policy sets out how the company protects the confidentiality, integrity "
+        "and availability of its information. It covers information in every form, whether held on "
+        "computers, in the cloud or on paper, and every location where company work is done, including "
+        "homes and public places. Suppliers who handle company data must meet equivalent requirements, "
+        "which are written into their contracts.\n\nRoles\n\nThe chief information security officer owns "
+        "this policy and reports on security risks to the board every quarter. System owners are "
+        "responsible for the security of the systems they manage. Every employee is responsible for "
+        "following this policy and for reporting anything that may put information at risk.",
+        "Secure Development\n\nSource code is kept in the central repository, and every change is reviewed "
+        "by a second developer before it is merged. Secrets such as passwords and keys may never be written "
+        "into source code or configuration files; they are kept in the vault and read at run time. "
+        "Automated tests and a dependency scan run on every change. Production data may not be copied into "
+        "test environments unless it has been anonymised.\n\nSuppliers and Cloud Services\n\nNew cloud "
+        "services must be approved by the security team before any company data is uploaded to them. "
+        "Suppliers with access to confidential data are assessed before the contract is signed and again "
+        "every two years.",
+        "Physical Security\n\nOffices are protected by badge access, and visitors must sign in at reception "
+        "and be accompanied at all times. Server rooms are open only to named staff, and every entry is "
+        "logged. Screens in public areas must face away from windows and corridors. Clear desk rules apply "
+        "at the end of each day: no confidential papers may be left on desks.\n\nTravel\n\nWhen travelling, "
+        "keep laptops in hand luggage and never leave them unattended in a car. Use a privacy screen on "
+        "trains and planes. Public Wi-Fi may be used only with the VPN switched on.\n\nAwareness\n\nEvery "
+        "employee completes security awareness training when they join and every year afterwards, and "
+        "simulated phishing tests are run each quarter.",
+    ],
+    "green-space-sleep-study.pdf": [
+        "Background\n\nShort sleep is associated with cardiovascular disease, depression and weight gain, "
+        "and city dwellers report sleeping less than people in rural areas. Green space may help by lowering "
+        "noise and heat and by encouraging physical activity during the day.\n\nMethods\n\nWe followed "
+        "4,812 adults in three European cities for two years to study how nearby green space affects sleep. "
+        "Participants were recruited through their family doctors and were aged between 25 and 80 at the "
+        "start. Exposure was measured as the share of vegetated land within 500 metres of each "
+        "participant's home, from satellite images. Sleep duration and quality were recorded every three "
+        "months with a standard questionnaire. Models were adjusted for age, sex, education, smoking and "
+        "body mass index.",
+        "Results\n\nThe mean sleep duration at baseline was six hours and fifty minutes. Participants in the "
+        "highest quartile of green space slept on average 23 minutes longer per night than those in the "
+        "lowest. They were also less likely to report waking during the night or feeling tired during the "
+        "day. The association was strongest among people over sixty and weakest among night shift workers. "
+        "Women and men showed similar effects.\n\nSensitivity Analyses\n\nAdjusting for income, noise and "
+        "air pollution reduced the effect by about a third but did not remove it. Excluding participants who "
+        "moved house during the study did not change the estimates. Using a 1,000 metre radius instead of "
+        "500 metres gave weaker but similar associations. Tree canopy was more strongly related to sleep "
+        "than grass.",
+        "Limitations\n\nBecause sleep was self reported, the results may be affected by recall bias. The "
+        "cities studied all have a temperate climate, so the findings may not apply to hot or very cold "
+        "regions. We had no information on how often participants actually visited the green spaces near "
+        "their homes. As in any observational study, unmeasured differences between neighbourhoods may "
+        "explain part of the association.\n\nConclusions\n\nGreen space near the home is linked to longer "
+        "sleep, independent of wealth. Urban planners could consider tree planting as a public health "
+        "measure. Future work will use activity trackers worn on the wrist to measure sleep objectively and "
+        "will test whether new parks change the sleep of people who live next to them.\n\nFunding\n\nThe "
+        "study was funded by a national research council, which had no role in the analysis.",
+        "Abstract\n\nWe examined whether the amount of vegetation around the home predicts how long and how "
+        "well adults sleep. In a large prospective cohort, more green space was associated with longer sleep "
+        "and fewer night-time awakenings, after accounting for individual and neighbourhood factors. The "
+        "association was robust to several sensitivity analyses. These findings support the protection and "
+        "expansion of urban green space as part of public health policy.\n\nKeywords\n\nSleep duration; "
+        "urban green space; cohort study; environmental epidemiology; satellite imagery.",
+        "Study Population\n\nOf 6,230 people invited, 5,104 agreed to take part, and 4,812 completed at "
+        "least two questionnaires and were included in the analysis. Participants were slightly older and "
+        "more educated than the general population of the three cities. The average follow-up time was 23 "
+        "months, and 6 percent of participants were lost to follow-up.\n\nStatistical Analysis\n\nWe used "
+        "linear mixed models with a random intercept for each participant to account for repeated measures. "
+        "Green space was analysed both as a continuous variable and in quartiles. Missing covariates were "
+        "handled by multiple imputation with twenty data sets. All analyses were carried out in R.",
+        "Discussion\n\nOur results agree with earlier cross-sectional studies from Australia and North "
+        "America, which found that people in greener areas report better sleep. Several mechanisms may "
+        "explain the link: vegetation cools the air at night, absorbs noise and provides places for walking "
+        "and exercise during the day. Exposure to daylight outdoors also helps to keep the body clock "
+        "regular. The stronger effect among older adults may reflect that they spend more time near their "
+        "homes.\n\nEthics\n\nThe study was approved by the ethics committees of the three participating "
+        "universities, and all participants gave written informed consent.\n\nData Availability\n\nThe data "
+        "are available from the authors on reasonable request.",
+    ],
+}
