@@ -11,13 +11,20 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from shared import job_stages, jobs, outbox
-from shared.errors import ConflictError, StorageQuotaExceededError, TooManyActiveJobsError
+from shared.errors import (
+    ConflictError,
+    StaleTransitionError,
+    StorageQuotaExceededError,
+    TooManyActiveJobsError,
+)
 from shared.jobs import ACTIVE, TERMINAL
 from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, utcnow
 from shared.queue import first_stage
 from shared.settings import Settings
 
 S = JobStatus
+# A job moves on through a handful of states at most while one cancel is decided.
+CANCEL_ATTEMPTS = 5
 
 
 def lock_tenant(session: Session, tenant_id: str) -> Tenant:
@@ -80,14 +87,25 @@ def create_job(
 
 
 def cancel_job(session: Session, job: Job) -> Job:
-    """Cancel a queued job at once; ask a running one to stop at its next stage boundary."""
-    status = JobStatus(job.status)
-    if jobs.allows("cancel_queued", status):
-        jobs.cancel_queued(session, job.id)
-    elif jobs.allows("request_cancel", status):
-        jobs.request_cancel(session, job.id, seen=status)
-    elif status != S.CANCEL_REQUESTED:
-        raise ConflictError(f"A {status.value} job cannot be cancelled.", code="job_not_cancellable")
+    """Cancel a queued job at once; ask a running one to stop at its next stage boundary.
+
+    The job may move on between the read and the change (a worker starts it, a stage ends): the
+    change is then decided again on the job as it is now, so a cancel never fails for a race."""
+    for attempt in range(CANCEL_ATTEMPTS):
+        status = JobStatus(job.status)
+        try:
+            if jobs.allows("cancel_queued", status):
+                jobs.cancel_queued(session, job.id)
+            elif jobs.allows("request_cancel", status):
+                jobs.request_cancel(session, job.id, seen=status)
+            elif status != S.CANCEL_REQUESTED:
+                raise ConflictError(f"A {status.value} job cannot be cancelled.", code="job_not_cancellable")
+        except StaleTransitionError:
+            if attempt + 1 == CANCEL_ATTEMPTS:
+                raise
+            session.refresh(job)
+            continue
+        break
     session.refresh(job)
     return job
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from ingest_worker import stage_io
 from ingest_worker.actors import STAGE_POLICIES
@@ -14,6 +14,7 @@ from ingest_worker.actors import WORK as ACTOR_WORK
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from shared import job_stages, jobs, operations
+from shared.errors import ConflictError
 from shared.models import Job, JobStage
 from shared.queue import HALT, STAGES
 from shared.settings import Settings
@@ -142,3 +143,26 @@ def test_a_cancel_waits_for_the_worker_that_holds_the_job(res: Resources) -> Non
     with res.db.transaction() as session:
         job = session.get(Job, job_id)
         assert job is not None and job.status == "cancelled"
+
+
+@pytest.mark.parametrize(("moved_to", "expected"), [("running", "cancel_requested"), ("completed", None)])
+def test_a_cancel_that_races_a_worker_is_decided_on_the_job_as_it_is_now(
+    res: Resources, moved_to: str, expected: str | None
+) -> None:
+    _tenant, job_id = new_job(res)
+    # Given a client that read the job while it was queued
+    with res.db.transaction() as session:
+        job = session.get(Job, job_id)
+        assert job is not None and job.status == "queued"
+        # When a worker moves the job on before the cancel is written (the row changes, the client's
+        # copy does not)
+        moved = update(Job).where(Job.id == job_id).values(status=moved_to)
+        session.execute(moved.execution_options(synchronize_session=False))
+        assert job.status == "queued"
+        # Then the cancel is decided again: a running job is asked to stop, a finished one refuses
+        if expected is None:
+            with pytest.raises(ConflictError) as refused:
+                operations.cancel_job(session, job)
+            assert refused.value.code == "job_not_cancellable"
+        else:
+            assert operations.cancel_job(session, job).status == expected
