@@ -76,3 +76,17 @@ def test_wait_on_a_final_job_ends_with_its_state(served: Served) -> None:
 
     # Then it replays the job's history and ends at once with the final state
     assert updates[-1].status == "completed"
+
+
+def test_the_stream_parser_reads_fields_comments_and_retry() -> None:
+    from ingest_client.events import SseEvent, parse_sse
+
+    # Given a stream with a retry field, a comment, a two-line data field and an event without an id
+    lines = ["retry: 2000", "", ": keep-alive", "id: 3", "event: job.started", "data: {", "data: }", ""]
+    lines += ["data: plain", ""]
+
+    # When it is parsed
+    items = list(parse_sse(lines))
+
+    # Then the retry is a number, comments are skipped, data lines join, and the last id carries over
+    assert items == [2000, SseEvent("3", "job.started", "{\n}"), SseEvent("3", "message", "plain")]
