@@ -41,6 +41,8 @@ CODE_FOR_HTTP_STATUS = {
     413: "upload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    # The HTTP server's own refusal of oversized headers (the embedded server's waitress).
+    431: "headers_too_large",
 }
 
 # A schema's refusal of these fields (their length) is the same fault as the guard's refusal.
@@ -52,6 +54,17 @@ def _failed_fields(messages: dict[str, Any]) -> set[str]:
     return {name for by_field in messages.values() if isinstance(by_field, dict) for name in by_field}
 
 
+def problem_document(status: int, code: str, detail: str) -> dict[str, Any]:
+    """The body of a problem+json answer (also for the HTTP server's own refusals)."""
+    return {
+        "type": "about:blank",
+        "title": code.replace("_", " "),
+        "status": status,
+        "code": code,
+        "detail": detail,
+    }
+
+
 def problem(
     status: int,
     code: str,
@@ -60,13 +73,7 @@ def problem(
     errors: dict[str, Any] | None = None,
 ) -> Response:
     """An RFC 9457 problem document with our stable `code`."""
-    body: dict[str, Any] = {
-        "type": "about:blank",
-        "title": code.replace("_", " "),
-        "status": status,
-        "code": code,
-        "detail": detail,
-    }
+    body = problem_document(status, code, detail)
     if errors:
         body["errors"] = errors
     response = jsonify(body)
