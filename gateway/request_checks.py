@@ -52,8 +52,9 @@ class GatewayRequest(Request):
 
 
 def refuse_nul() -> None:
-    """PostgreSQL cannot store NUL in text: refuse it in the path and the query string up front."""
-    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in request.args.items(multi=True)):
+    """PostgreSQL cannot store NUL in text: refuse it in the path, query string and headers up front."""
+    pairs = [*request.args.items(multi=True), *request.headers.items()]
+    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in pairs):
         raise InvalidRequestError("The request contains a NUL character.", code="nul_character")
 
 

@@ -41,7 +41,7 @@ def test_nul_characters_are_refused_with_a_stable_code(api: Flask) -> None:
     # Given a tenant
     client, key = api.test_client(), tenant_key(api, "acme")
     cursor = base64.urlsafe_b64encode(json.dumps(["2026-01-01T00:00:00", "a\x00b"]).encode()).decode()
-    # When it sends a NUL in a path id, a query value, a cursor, a filename and a callback URL
+    # When it sends a NUL in a path id, a query value, a cursor, a filename, a callback URL and a header
     answers = {
         "path id": client.get("/v1/jobs/ab%00cd", headers=auth(key)),
         "query": client.get("/v1/jobs?status=queued%00", headers=auth(key)),
@@ -53,6 +53,12 @@ def test_nul_characters_are_refused_with_a_stable_code(api: Flask) -> None:
             content_type="multipart/form-data",
         ),
         "callback url": upload(client, key, PDF, callback_url="https://example.com/\x00"),
+        "header": client.post(
+            "/v1/documents",
+            headers={**auth(key), "Idempotency-Key": "a\x00b"},
+            data={"file": (io.BytesIO(PDF), "report.pdf")},
+            content_type="multipart/form-data",
+        ),
     }
     # Then each is a 400 with its code, not a 500
     assert {what: _code(r) for what, r in answers.items()} == {
@@ -61,6 +67,7 @@ def test_nul_characters_are_refused_with_a_stable_code(api: Flask) -> None:
         "cursor": (400, "invalid_cursor"),
         "filename": (400, "invalid_filename"),
         "callback url": (400, "invalid_callback_url"),
+        "header": (400, "nul_character"),
     }
 
 
