@@ -134,7 +134,8 @@ replay: $(RUNTIME_STAMP)
 # The production topology on this machine, without containers: the local PostgreSQL and Redis, a
 # `weed mini` S3 server, the gateway, a worker pool per queue and the maintenance loop as separate
 # processes (deploy/topology.py), restarted when one dies. State and logs: var/up/. JSON logs
-# unless INGEST_LOG_JSON says otherwise.
+# unless INGEST_LOG_JSON says otherwise. The database and Redis namespace are this checkout's own
+# (ingest_<hash of its path>) unless INGEST_DATABASE_URL / INGEST_BROKER_NAMESPACE name them.
 up: export INGEST_LOG_JSON ?= true
 up: export INGEST_PORT ?= $(PORT)
 up: $(DEV_STAMP) tesseract model

@@ -12,8 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import waitress
-
+from deploy.waitress_server import make_server
 from gateway.app import create_app
 from ingest_worker.broker import setup_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
@@ -55,7 +54,7 @@ def main() -> None:
         "serving on http://%s:%s (%s worker threads)", settings.host, settings.port, settings.worker_threads
     )
     try:
-        waitress.serve(app, host=settings.host, port=settings.port, threads=8, ident="pdf-ingest")
+        make_server(app, host=settings.host, port=settings.port, threads=8, ident="pdf-ingest").run()
     finally:
         loop.stop()
         for worker in workers:

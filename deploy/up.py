@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import logging
 import os
@@ -21,6 +22,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 import redis
@@ -34,19 +36,27 @@ from shared.settings import Settings, child_environment
 logger = logging.getLogger("up")
 
 STATE_DIR = ROOT / "var" / "up"
-DEFAULT_DATABASE_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/ingest"
+DEFAULT_SERVER_URL = "postgresql+psycopg2://postgres@127.0.0.1:5432/"
 DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
 BUCKET = "ingest"
 
 
-def up_settings() -> Settings:
-    """The operator's INGEST_* variables, with this machine's servers where they say nothing."""
-    base = Settings.from_env()
+def checkout_name(root: Path = ROOT) -> str:
+    """`ingest_<8 hex>` from the checkout's path: the database and Redis namespace of this checkout,
+    so that two checkouts on one host never share a database or queues."""
+    return f"ingest_{hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:8]}"
+
+
+def up_settings(environ: Mapping[str, str] | None = None, root: Path = ROOT) -> Settings:
+    """The operator's INGEST_* variables, with this machine's servers and this checkout's own database
+    and namespace where they say nothing."""
+    base = Settings.from_env(environ)
+    name = checkout_name(root)
     return base.replace(
         data_dir=str(STATE_DIR / "data") if base.data_dir == "var" else base.data_dir,
-        database_url=base.database_url or DEFAULT_DATABASE_URL,
+        database_url=base.database_url or DEFAULT_SERVER_URL + name,
         broker_url=base.broker_url or DEFAULT_BROKER_URL,
-        broker_namespace="ingest" if base.broker_namespace == "dramatiq" else base.broker_namespace,
+        broker_namespace=name if base.broker_namespace == "dramatiq" else base.broker_namespace,
         metrics_port=base.metrics_port or 9191,
         metrics_dir=base.metrics_dir or str(STATE_DIR / "metrics"),
     )
@@ -232,6 +242,8 @@ def start() -> int:
     key = demo.stdout.strip().splitlines()[-1]
     gateway = f"http://{settings.host}:{settings.port}"
     print(f"up: gateway {gateway} (readyz ok); logs in {STATE_DIR / 'logs'}")
+    database = sa.engine.make_url(settings.database_url).database
+    print(f"  database {database}, Redis namespace {settings.broker_namespace}")
     for name, url in urls.items():
         print(f"  metrics {name}: {url}")
     print(f"Demo tenant API key: {key}")

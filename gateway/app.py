@@ -9,7 +9,7 @@ from flask import Flask
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
-from gateway import metrics
+from gateway import metrics, request_checks
 from gateway.api import admin, documents, events, health, jobs, search, webhooks
 from gateway.errors import register_error_handlers
 from gateway.schemas.common import ProblemSchema
@@ -83,6 +83,7 @@ def create_app(
     app.extensions["ingest"] = Services(
         settings, db, make_storage(settings), relay, vectors=vectors, embedder=embedder
     )
+    request_checks.install(app)
     api = IngestApi(app)
     for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)

@@ -21,6 +21,7 @@ STATUS_FOR_ERROR: list[tuple[type[errors.IngestError], int]] = [
     (errors.ConflictError, 409),
     (errors.TooManyActiveJobsError, 429),
     (errors.UploadTooLargeError, 413),
+    (errors.TooManyFormPartsError, 413),
     (errors.NotAPdfError, 415),
     (errors.UnsupportedMediaTypeError, 415),
     (errors.EmptyFileError, 422),
@@ -40,7 +41,28 @@ CODE_FOR_HTTP_STATUS = {
     413: "upload_too_large",
     415: "unsupported_media_type",
     422: "invalid_request",
+    # The HTTP server's own refusal of oversized headers (the embedded server's waitress).
+    431: "headers_too_large",
 }
+
+# A schema's refusal of these fields (their length) is the same fault as the guard's refusal.
+CALLBACK_URL_FIELDS = frozenset({"callback_url", "default_callback_url"})
+
+
+def _failed_fields(messages: dict[str, Any]) -> set[str]:
+    """The names of the fields webargs refused, across locations (json, query, form...)."""
+    return {name for by_field in messages.values() if isinstance(by_field, dict) for name in by_field}
+
+
+def problem_document(status: int, code: str, detail: str) -> dict[str, Any]:
+    """The body of a problem+json answer (also for the HTTP server's own refusals)."""
+    return {
+        "type": "about:blank",
+        "title": code.replace("_", " "),
+        "status": status,
+        "code": code,
+        "detail": detail,
+    }
 
 
 def problem(
@@ -51,13 +73,7 @@ def problem(
     errors: dict[str, Any] | None = None,
 ) -> Response:
     """An RFC 9457 problem document with our stable `code`."""
-    body: dict[str, Any] = {
-        "type": "about:blank",
-        "title": code.replace("_", " "),
-        "status": status,
-        "code": code,
-        "detail": detail,
-    }
+    body = problem_document(status, code, detail)
     if errors:
         body["errors"] = errors
     response = jsonify(body)
@@ -92,10 +108,16 @@ def register_error_handlers(app: Flask) -> None:
         data = getattr(error, "data", None) or {}
         messages = data.get("messages") if isinstance(data, dict) else None
         if messages:
+            fields = _failed_fields(messages)
+            if fields and fields <= CALLBACK_URL_FIELDS:
+                fault = errors.InvalidCallbackUrlError()
+                return problem(status_for(fault), fault.code, fault.message, errors=messages)
             return problem(
                 status, "invalid_request", "The request's parameters are invalid.", errors=messages
             )
-        return problem(status, code, error.description or error.name)
+        # Keep the exception's own headers: Allow on a 405, Retry-After on a 503.
+        headers = {k: v for k, v in error.get_headers() if k.lower() != "content-type"}
+        return problem(status, code, error.description or error.name, headers)
 
     @app.errorhandler(Exception)
     def _unexpected(error: Exception) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 
@@ -11,6 +12,7 @@ from sqlalchemy import func, select
 from gateway.services import services
 from shared import logging as ingest_logging
 from shared import metrics
+from shared.errors import UnauthorizedError
 from shared.models import Job
 
 logger = logging.getLogger("gateway.access")
@@ -25,9 +27,20 @@ def jobs_by_status() -> dict[str, int]:
     return {str(status): int(count) for status, count in rows}
 
 
+def _check_scraper() -> None:
+    """With INGEST_METRICS_TOKEN set, only a scraper that sends it as a bearer token is served."""
+    token = services().settings.metrics_token
+    if not token:
+        return
+    scheme, _, given = request.headers.get("Authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), token.encode()):
+        raise UnauthorizedError("GET /metrics needs the metrics token (Authorization: Bearer <token>).")
+
+
 def metrics_view() -> Response:
     """Prometheus text exposition: this gateway's counters, plus jobs by status and queue depths
     read now (so any gateway answers the same)."""
+    _check_scraper()
     state = metrics.StateCollector(jobs_by_status, services().relay.publisher.broker)
     return Response(metrics.exposition([state]), content_type=metrics.CONTENT_TYPE)
 

@@ -22,6 +22,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         created, item_id = json.loads(raw)
+        if "\x00" in str(item_id):
+            raise ValueError("NUL")  # no id has one, and PostgreSQL cannot compare with it
         return datetime.fromisoformat(created), str(item_id)
     except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
         raise InvalidRequestError("The cursor is not one this API gave out.", code="invalid_cursor") from None

@@ -18,7 +18,13 @@ from werkzeug.datastructures import FileStorage
 
 from gateway.services import Services
 from shared import operations
-from shared.errors import EmptyFileError, IngestError, NotAPdfError, UploadTooLargeError
+from shared.errors import (
+    EmptyFileError,
+    IngestError,
+    InvalidRequestError,
+    NotAPdfError,
+    UploadTooLargeError,
+)
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
 from shared.models import Document, Job, new_id
@@ -67,6 +73,9 @@ def measure(stream: IO[bytes], limit_bytes: int) -> tuple[str, int]:
 def inspect(uploads: list[FileStorage], limit_bytes: int) -> list[IncomingFile]:
     files = []
     for upload in uploads:
+        if "\x00" in (upload.filename or ""):
+            # PostgreSQL cannot store NUL in text.
+            raise InvalidRequestError("A filename contains a NUL character.", code="invalid_filename")
         item = IncomingFile(upload=upload, filename=(upload.filename or "upload.pdf")[:255])
         try:
             item.sha256, item.size = measure(upload.stream, limit_bytes)

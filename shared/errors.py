@@ -74,6 +74,11 @@ class UploadTooLargeError(PermanentError):
     message = "The upload is larger than the allowed size."
 
 
+class TooManyFormPartsError(PermanentError):
+    code = "too_many_form_parts"
+    message = "The form has more parts than allowed (1,000)."
+
+
 class NotAPdfError(PermanentError):
     code = "not_a_pdf"
     message = "The file is not a PDF (it does not start with %PDF-)."
@@ -179,6 +184,11 @@ class PointCountMismatchError(TransientError):
 
 
 # --- Webhooks -----------------------------------------------------------------------------------
+
+
+class InvalidCallbackUrlError(InvalidRequestError):
+    code = "invalid_callback_url"
+    message = "callback_url must be an absolute http(s) URL."
 
 
 class CallbackUrlNotAllowedError(PermanentError):

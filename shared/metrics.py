@@ -40,6 +40,11 @@ WEBHOOK_DELIVERIES = prom.Counter(
     "Webhook delivery attempts, by outcome (delivered, retrying, failed).",
     ["outcome"],
 )
+TENANT_CAP_PUT_BACKS = prom.Counter(
+    "ingest_tenant_cap_put_backs",
+    "Messages put back on their queue because their tenant (or the bulk pool) was at its cap, by queue.",
+    ["queue"],
+)
 HTTP_REQUESTS = prom.Counter(
     "ingest_http_requests",
     "Requests the gateway answered, by method, route and status.",

@@ -262,6 +262,9 @@ class Settings(DerivedSettings):
     metrics_port: int = 0
     # Prometheus: the folder of the multiprocess metric files (empty: data_dir/metrics).
     metrics_dir: str = ""
+    # Prometheus: the bearer token GET /metrics of the gateway requires (empty: open to anyone who
+    # reaches the gateway; set it wherever the gateway is reachable beyond localhost).
+    metrics_token: str = field(default="", repr=False)
 
     # The embedded topology (`make run`).
 

@@ -62,3 +62,19 @@ def resolve_key(session: Session, key: str) -> tuple[ApiKey, Tenant | None] | No
         return None
     tenant = session.get(Tenant, api_key.tenant_id) if api_key.tenant_id else None
     return api_key, tenant
+
+
+def admin_keys(session: Session) -> list[ApiKey]:
+    """Every admin key, revoked ones included, oldest first."""
+    stmt = select(ApiKey).where(ApiKey.role == KeyRole.ADMIN.value).order_by(ApiKey.created_at, ApiKey.id)
+    return list(session.scalars(stmt))
+
+
+def live_admin_key_count(session: Session) -> int:
+    """The admin keys that still work, locked (PostgreSQL) so two revokes cannot both see a spare."""
+    stmt = (
+        select(ApiKey.id)
+        .where(ApiKey.role == KeyRole.ADMIN.value, ApiKey.revoked_at.is_(None))
+        .with_for_update()
+    )
+    return len(session.scalars(stmt).all())

@@ -149,3 +149,68 @@ def test_the_tenant_default_endpoint_is_checked_the_same_way(tmp_path: Any) -> N
         response.status_code == 200
         and response.get_json()["default_callback_url"] == "https://hooks.invalid/x"
     )
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://[::127.0.0.1]/hook",  # IPv4-compatible IPv6
+        "https://[64:ff9b::a9fe:a9fe]/hook",  # NAT64 of the metadata address
+        "https://[64:ff9b:1::a00:1]/hook",  # local-use NAT64
+        "https://[2002:7f00:1::]/hook",  # 6to4 of 127.0.0.1
+        "https://[2001:0:7f00:1::]/hook",  # Teredo with a loopback server
+        "https://[fec0::1]/hook",  # site-local
+        "https://[100::1]/hook",  # discard-only, outside global unicast
+    ],
+)
+def test_ipv6_forms_that_embed_or_hide_an_internal_address_are_refused(tmp_path: Any, url: str) -> None:
+    # Given the gateway with its default policy
+    app = gateway(tmp_path)
+    # When a client uploads with a callback to an IPv6 form Python's is_global calls public
+    response = upload(app.test_client(), tenant_key(app, "acme"), PDF, callback_url=url)
+    # Then it is refused like any internal address
+    assert response.status_code == 422, response.get_json()
+    assert response.get_json()["code"] == "callback_url_not_allowed"
+
+
+@pytest.mark.parametrize(
+    ("address", "public"),
+    [
+        ("::127.0.0.1", False),
+        ("64:ff9b::a9fe:a9fe", False),
+        ("64:ff9b:1::1", False),
+        ("2002:7f00:1::", False),
+        ("2002:0a00:0001::", False),
+        ("2002:5db8:d822::1", True),  # 6to4 of a public address
+        ("fec0::1", False),
+        ("::", False),
+    ],
+)
+def test_ipv6_transition_forms_are_judged_by_the_address_they_carry(address: str, public: bool) -> None:
+    assert is_public(ipaddress.ip_address(address)) is public
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://exa\tmple.com/hook",
+        "https://example.com/ho\nok",
+        "https://example.com/ho\rok",
+        "https://example.com/a b",
+        "https://example.com/\x00",
+        "https://example.com:0/hook",
+        "https://example.com/" + "a" * 2000,
+    ],
+)
+def test_malformed_callback_urls_get_one_code_and_status_on_every_endpoint(tmp_path: Any, url: str) -> None:
+    # Given a tenant
+    app = gateway(tmp_path)
+    client, key = app.test_client(), tenant_key(app, "acme")
+    # When it gives a callback URL with whitespace, a control character, port 0 or too many characters,
+    # at upload and as its default endpoint
+    at_upload = upload(client, key, PDF, callback_url=url)
+    as_default = client.put("/v1/webhooks", headers=auth(key), json={"default_callback_url": url})
+    # Then both answers are the same 400 invalid_callback_url, and nothing is stored
+    for response in (at_upload, as_default):
+        assert (response.status_code, response.get_json()["code"]) == (400, "invalid_callback_url")
+    assert client.get("/v1/webhooks", headers=auth(key)).get_json()["default_callback_url"] is None

@@ -29,9 +29,9 @@ from shared import ocr_languages
 from shared import reindex as reindexes
 from shared.errors import ConflictError, NotFoundError
 from shared.job_representation import job_body
-from shared.models import ApiKey, DeadLetter, Job, Tenant, TenantStatus, utcnow
+from shared.models import ApiKey, DeadLetter, Job, KeyRole, Tenant, TenantStatus, utcnow
 from shared.operations import retry_job
-from shared.tenants import create_tenant, issue_api_key
+from shared.tenants import admin_keys, create_tenant, issue_api_key, live_admin_key_count
 
 blp = Blueprint("admin", __name__, description="Tenants and API keys (admin keys only)")
 
@@ -157,16 +157,41 @@ def list_keys(tenant_id: str) -> Any:
         return {"items": [key_body(k) for k in keys]}
 
 
+@blp.route("/v1/admin/keys", methods=["GET"])
+@admin_required
+@blp.response(200, ApiKeyListSchema)
+def list_admin_keys() -> Any:
+    """The admin keys, with their ids (to revoke one) and prefixes; never the key itself."""
+    with services().db.transaction() as session:
+        return {"items": [key_body(k) for k in admin_keys(session)]}
+
+
+@blp.route("/v1/admin/keys", methods=["POST"])
+@admin_required
+@blp.response(201, ApiKeySchema)
+def create_admin_key() -> Any:
+    """A new admin key (shown once): issue one before revoking a leaked one."""
+    with services().db.transaction() as session:
+        key, plain = issue_api_key(session, None, KeyRole.ADMIN)
+        return key_body(key, plain)
+
+
 @blp.route("/v1/admin/keys/<key_id>/revoke", methods=["POST"])
 @admin_required
 @blp.response(200, ApiKeySchema)
 def revoke_key(key_id: str) -> Any:
-    """Revoke a key: it stops working at once."""
+    """Revoke a key (a tenant's or an admin one): it stops working at once. The last working admin
+    key is kept (409 `last_admin_key`), so that the admin API cannot lock itself out."""
     with services().db.transaction() as session:
         key = session.get(ApiKey, key_id)
         if key is None:
             raise NotFoundError("No such key.")
         if key.revoked_at is None:
+            if key.role == KeyRole.ADMIN.value and live_admin_key_count(session) <= 1:
+                raise ConflictError(
+                    "This is the last working admin key: issue another before revoking it.",
+                    code="last_admin_key",
+                )
             key.revoked_at = utcnow()
         return key_body(key)
 

@@ -13,6 +13,7 @@ from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway.auth import tenant_required
+from gateway.request_checks import MAX_ID
 from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services
 from shared.db import Database
@@ -31,15 +32,18 @@ FINAL = {s.value for s in TERMINAL}
 
 
 def _last_seen(last_event_id: int | None) -> int:
+    """The seq the client saw last (header first, then query); one no job can reach (beyond a 64-bit
+    integer, which no database compares with) is a 400, as is one that is not an integer."""
     header = request.headers.get("Last-Event-ID")
-    if header is None:
-        return last_event_id or 0
     try:
-        return max(int(header.strip()), 0)
+        seen = (last_event_id or 0) if header is None else int(header.strip())
     except ValueError:
+        seen = MAX_ID + 1
+    if seen > MAX_ID:
         raise InvalidRequestError(
-            "Last-Event-ID must be a seq (an integer).", code="invalid_last_event_id"
-        ) from None
+            "Last-Event-ID must be a seq (an integer below 2^63).", code="invalid_last_event_id"
+        )
+    return max(seen, 0)
 
 
 def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: float) -> Iterator[str]:

@@ -21,7 +21,15 @@ from typing import Any, Protocol
 from dramatiq.broker import Broker
 from dramatiq.middleware import Middleware, SkipMessage
 
+from shared import metrics
+
 logger = logging.getLogger(__name__)
+
+# Dramatiq's worker thread logs every SkipMessage at WARNING ("Message %s was skipped.", in
+# dramatiq/worker.py WorkerThread.process_message), and raising SkipMessage is the only way a
+# before_process_message hook can stop a message. A put-back is routine, counted and logged at debug
+# here, so that warning is dropped for the message this thread has just put back, and only for it.
+DRAMATIQ_WORKER_LOGGER = "dramatiq.worker.WorkerThread"
 
 # Remove expired slots, then take one if fewer than the cap are held. KEYS[1]: the tenant's slots.
 ACQUIRE = """
@@ -102,6 +110,29 @@ class LocalSlots:
                 held[slot] = time.monotonic() + ttl_ms / 1000
 
 
+class PutBackWarnings(logging.Filter):
+    """Drops the worker's "was skipped" warning of the message this thread put back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._local = threading.local()
+
+    def expect(self, message_id: str) -> None:
+        self._local.message_id = message_id
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        expected = getattr(self._local, "message_id", None)
+        if expected is None or record.levelno != logging.WARNING or not isinstance(record.args, tuple):
+            return True
+        if record.args and getattr(record.args[0], "message_id", None) == expected:
+            self._local.message_id = None
+            return False
+        return True
+
+
+PUT_BACK_WARNINGS = PutBackWarnings()
+
+
 class TenantConcurrency(Middleware):
     """Caps each tenant's messages in progress at `cap`; the rest wait a little and come back."""
 
@@ -124,6 +155,7 @@ class TenantConcurrency(Middleware):
         self._holding: dict[str, str] = {}
         self._holding_lock = threading.Lock()
         self._renewer: threading.Thread | None = None
+        logging.getLogger(DRAMATIQ_WORKER_LOGGER).addFilter(PUT_BACK_WARNINGS)  # once: same object
 
     def before_process_message(self, broker: Broker, message: Any) -> None:
         if message.options.get("bulk"):
@@ -144,6 +176,8 @@ class TenantConcurrency(Middleware):
         delay = random.randint(*self.requeue_delay_ms)
         logger.debug("%s is at its cap of %s; %s back in %s ms", owner, cap, message, delay)
         broker.enqueue(message._message.copy(), delay=delay)
+        metrics.TENANT_CAP_PUT_BACKS.labels(message.queue_name).inc()
+        PUT_BACK_WARNINGS.expect(message.message_id)
         raise SkipMessage()
 
     def _renew(self) -> None:

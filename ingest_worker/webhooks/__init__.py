@@ -22,6 +22,7 @@ from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.resources import current
 from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.webhooks import sender
+from shared import logging as ingest_logging
 from shared import metrics
 from shared.db import Database
 from shared.errors import IngestError, PermanentError, WebhookDeliveryError
@@ -95,7 +96,11 @@ def _claim(db: Database, delivery_id: int, settings: Settings) -> tuple[WebhookD
     now = utcnow()
     with db.transaction() as session:
         row = session.get(WebhookDelivery, delivery_id)
-        if row is None or row.status != D.PENDING.value:
+        if row is None:
+            return None
+        # The message carries only the delivery id: the rest of this attempt logs the row's ids.
+        ingest_logging.bind(job_id=row.job_id, tenant_id=row.tenant_id)
+        if row.status != D.PENDING.value:
             return None
         if row.next_attempt_at > now:
             return None

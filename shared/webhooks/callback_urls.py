@@ -12,7 +12,7 @@ from urllib.parse import urlsplit
 from shared.errors import (
     CallbackUrlHttpsRequiredError,
     CallbackUrlNotAllowedError,
-    InvalidRequestError,
+    InvalidCallbackUrlError,
     WebhookDeliveryError,
 )
 from shared.settings import Settings
@@ -21,6 +21,16 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[..., list[Any]]
 MAX_URL_LENGTH = 2000
+
+# Only global unicast (2000::/3) can be public; inside it, these forms carry an IPv4 address or are
+# deprecated, and Python's `is_global` calls some of them public: IPv4-compatible (::a.b.c.d), NAT64
+# (well-known and local-use prefixes, which a translator turns into the embedded IPv4 address).
+GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+IPV4_COMPATIBLE = ipaddress.IPv6Network("::/96")
+NAT64 = (ipaddress.IPv6Network("64:ff9b::/96"), ipaddress.IPv6Network("64:ff9b:1::/48"))
+# Whitespace and control characters: urlsplit drops tabs and newlines silently, so that
+# "https://exa\tmple.com" would be called at example.com.
+FORBIDDEN_CHARACTERS = frozenset(chr(c) for c in range(0x21)) | {"\x7f"}
 
 
 @dataclass(frozen=True)
@@ -74,25 +84,38 @@ class Target:
 
 def is_public(address: IPAddress) -> bool:
     """A globally routable unicast address: not loopback, private, link-local (cloud metadata),
-    shared (CGNAT), reserved, documentation or multicast; IPv4-mapped IPv6 judged as IPv4."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    shared (CGNAT), reserved, documentation or multicast. IPv6 is judged strictly: IPv4-mapped, 6to4
+    and Teredo forms by the IPv4 addresses they embed; IPv4-compatible, NAT64, site-local and any
+    address outside global unicast are never public."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return is_public(address.ipv4_mapped)
+        if address in IPV4_COMPATIBLE or any(address in network for network in NAT64):
+            return False
+        if address not in GLOBAL_UNICAST:
+            return False  # site-local fec0::/10, unique-local, link-local, multicast, reserved
+        if address.sixtofour is not None and not is_public(address.sixtofour):
+            return False
+        if address.teredo is not None and not all(is_public(a) for a in address.teredo):
+            return False
     return address.is_global and not address.is_multicast
 
 
 def parse(url: str, policy: CallbackPolicy) -> tuple[str, str, int, str]:
     """Scheme, host, port and path of an absolute http(s) URL, or a client error."""
+    if len(url) > MAX_URL_LENGTH:
+        raise InvalidCallbackUrlError(f"callback_url must be at most {MAX_URL_LENGTH} characters.")
+    if not FORBIDDEN_CHARACTERS.isdisjoint(url):
+        raise InvalidCallbackUrlError("callback_url must not contain spaces or control characters.")
     parts = urlsplit(url)
     try:
         port = parts.port
     except ValueError:
         port = -1
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_URL_LENGTH or port == -1:
-        raise InvalidRequestError(
-            "callback_url must be an absolute http(s) URL.", code="invalid_callback_url"
-        )
+    if parts.scheme not in ("http", "https") or not parts.hostname or port == -1 or port == 0:
+        raise InvalidCallbackUrlError()
     if parts.username or parts.password:
-        raise InvalidRequestError("callback_url must not carry credentials.", code="invalid_callback_url")
+        raise InvalidCallbackUrlError("callback_url must not carry credentials.")
     if parts.scheme == "http" and not policy.allow_http:
         raise CallbackUrlHttpsRequiredError()
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

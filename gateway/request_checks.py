@@ -1,0 +1,65 @@
+"""Checks every request passes before a view runs: ids that fit the database, no NUL characters, and
+a form that reports too many parts as its own fault."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Flask, Request, request
+from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.routing import IntegerConverter
+from werkzeug.sansio.multipart import MultipartDecoder
+
+from shared.errors import InvalidRequestError, TooManyFormPartsError
+
+# The largest id either database stores (a signed 64-bit integer).
+MAX_ID = 2**63 - 1
+
+
+class IdConverter(IntegerConverter):
+    """`<int:...>` path ids beyond a 64-bit integer match no route (404), instead of overflowing
+    the database driver."""
+
+    def __init__(self, map: Any, *args: Any, **kwargs: Any) -> None:  # noqa: A002 (werkzeug's name)
+        kwargs.setdefault("max", MAX_ID)
+        super().__init__(map, *args, **kwargs)
+
+
+def _too_many_parts(error: RequestEntityTooLarge) -> bool:
+    # Werkzeug raises the same RequestEntityTooLarge for a body, a field and a part count over its
+    # limits; the part count is the one raised by the decoder with its count over the limit.
+    traceback = error.__traceback__
+    while traceback is not None and traceback.tb_next is not None:
+        traceback = traceback.tb_next
+    decoder = traceback.tb_frame.f_locals.get("self") if traceback is not None else None
+    return (
+        isinstance(decoder, MultipartDecoder)
+        and decoder.max_parts is not None
+        and decoder._parts_decoded > decoder.max_parts
+    )
+
+
+class GatewayRequest(Request):
+    """Flask's request, reporting more form parts than MAX_FORM_PARTS as `too_many_form_parts`."""
+
+    def _load_form_data(self) -> None:
+        try:
+            super()._load_form_data()
+        except RequestEntityTooLarge as error:
+            if _too_many_parts(error):
+                raise TooManyFormPartsError() from None
+            raise
+
+
+def refuse_nul() -> None:
+    """PostgreSQL cannot store NUL in text: refuse it in the path, query string and headers up front."""
+    pairs = [*request.args.items(multi=True), *request.headers.items()]
+    if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in pairs):
+        raise InvalidRequestError("The request contains a NUL character.", code="nul_character")
+
+
+def install(app: Flask) -> None:
+    """Bounded integer ids, the NUL check and the form-part report (before blueprints register)."""
+    app.url_map.converters["int"] = IdConverter
+    app.request_class = GatewayRequest
+    app.before_request(refuse_nul)
