@@ -22,6 +22,7 @@ from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.runner import StageResult, check_not_cancelled
+from ingest_worker.stage_progress import StageProgress
 from ingest_worker.stages.artifacts import (
     chunks_from_json,
     chunks_to_json,
@@ -139,12 +140,15 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
     # Filled batch by batch: a long document's vectors as Python floats would take eight times the
     # memory of this array, and the worker's peak would grow with the document.
     vectors = np.empty((len(chunks), embedder.dimension), dtype=np.float32)
+    progress = StageProgress(res, job.id, "embed")
+    progress.begin(len(chunks))
     for batch in embed_batches(chunks, batch_size=res.settings.embed_batch_size):
         check_not_cancelled(res, job.id)
         vectors[batch.start : batch.start + len(batch.texts)] = _embed_batch(
             embedder, batch.texts, attempts=res.settings.embed_batch_attempts
         )
         metrics.EMBEDDING_TOKENS.labels(res.settings.embedder).inc(batch.tokens)
+        progress.add(len(batch.texts))
     buffer = io.BytesIO()
     np.save(buffer, vectors)
     key = artifact_key(job.id, "vectors.npy")

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 
 from shared.errors import IngestError, StaleTransitionError
 from shared.job_events import EVENT_FOR_STATUS, JobSnapshot, record_event
+from shared.job_waiting import RETRY_DELAY
 from shared.models import Job, JobStage, JobStatus, StageStatus, utcnow
 from shared.queue import pipeline_of_stage
 
@@ -99,13 +100,16 @@ def stage_progress(stage: str) -> int:
     return round(100 * (stages.index(stage) + 1) / len(stages))
 
 
-def _write(
-    session: Session, job_id: str, expected: Iterable[JobStatus], values: dict[str, Any]
+def compare_and_set(
+    session: Session, job_id: str, expected: Iterable[JobStatus], values: dict[str, Any], *where: Any
 ) -> JobSnapshot:
-    values = {**values, "seq": Job.seq + 1, "updated_at": utcnow()}
+    """The one write every change of a job goes through: `values` (with `seq` bumped) if the job is
+    in one of the `expected` states and meets `where`, else `StaleTransitionError`."""
+    # A change of the job ends any wait (`shared/job_waiting.py`) unless it names one itself.
+    values = {"waiting": None, **values, "seq": Job.seq + 1, "updated_at": utcnow()}
     stmt = (
         update(Job)
-        .where(Job.id == job_id, Job.status.in_([s.value for s in expected]))
+        .where(Job.id == job_id, Job.status.in_([s.value for s in expected]), *where)
         .values(**values)
         .returning(*Job.__table__.c)
         .execution_options(synchronize_session=False)
@@ -150,7 +154,7 @@ def _transition(
         # No stage runs in any other state, so no worker holds the job. A cancel request keeps the
         # lease: the worker running a stage holds it until that stage stops.
         values.setdefault("lease_expires_at", None)
-    snapshot = _write(session, job_id, _sources(verb, seen), values)
+    snapshot = compare_and_set(session, job_id, _sources(verb, seen), values)
     record_event(session, snapshot, event or EVENT_FOR_STATUS[to])
     return snapshot
 
@@ -163,7 +167,9 @@ def resume(session: Session, job_id: str) -> JobSnapshot:
 
 def retry(session: Session, job_id: str, error: IngestError) -> JobSnapshot:
     """A running stage failed on a transient error; its message comes back after a backoff."""
-    return _transition(session, job_id, "retry", error_code=error.code, error_message=error.message)
+    return _transition(
+        session, job_id, "retry", error_code=error.code, error_message=error.message, waiting=RETRY_DELAY
+    )
 
 
 def complete(session: Session, job_id: str) -> JobSnapshot:
@@ -242,7 +248,7 @@ def start(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> 
     if job.started_at is None:
         values["started_at"] = utcnow()
     event = "job.started" if first_start else "job.resumed" if job.status == S.RETRYING.value else None
-    snapshot = _write(session, job_id, _sources("start", None), values)
+    snapshot = compare_and_set(session, job_id, _sources("start", None), values)
     if event:
         record_event(session, snapshot, event)
     return snapshot
@@ -262,7 +268,7 @@ def advance(
         .values(status=StageStatus.DONE.value, finished_at=utcnow(), artifact_key=artifact_key)
     )
     try:
-        snapshot = _write(
+        snapshot = compare_and_set(
             session,
             job_id,
             _sources("advance", None),

@@ -33,12 +33,10 @@ class Settings(DerivedSettings):
     broker_namespace: str = "dramatiq"
     # Redis broker: seconds without a heartbeat after which a dead worker's messages are requeued.
     redis_heartbeat_timeout_s: int = 15
-    # Chance (out of 1,000,000) that a Redis consumer runs the broker's maintenance on a fetch, which
-    # is what requeues a dead worker's messages; Dramatiq's default (1,000) takes minutes, and 2% left
-    # a tail of over a minute. The pass is a short script over the heartbeats: 10% costs little.
+    # Chance (of 1,000,000) that a Redis consumer runs the broker's maintenance, which requeues a dead
+    # worker's messages, on a fetch; Dramatiq's 1,000 takes minutes, 2% left a tail of over a minute.
     redis_maintenance_chance: int = 100_000
-    # An idle Redis consumer polls again after a growing pause of at most this long, which bounds how
-    # long a stage handed on to a quiet queue waits; the `dramatiq` command's own bound is a second.
+    # Longest pause of an idle Redis consumer between polls: how long a stage handed on may wait.
     redis_poll_max_ms: int = 1000
 
     # Object storage (uploads and stage artifacts).
@@ -80,6 +78,8 @@ class Settings(DerivedSettings):
     # Tries of one embedding batch before the embed stage fails (and is retried whole by its policy):
     # a provider failing now and then must not make a long document's many batches all-or-nothing.
     embed_batch_attempts: int = 4
+    # How often at most a long stage (OCR, embedding) writes its progress within it (`job.progress`).
+    progress_interval_s: float = 1.0
     # onnxruntime threads of the local embedder in each process (its default would take every core).
     embed_threads: int = 1
     # Folder where the offline embedder's ONNX graph is built once; empty means data_dir/models.
@@ -206,8 +206,8 @@ class Settings(DerivedSettings):
     webhook_min_backoff_s: float = 5.0
     # Longest wait between two attempts.
     webhook_max_backoff_s: float = 3600.0
-    # At most one `job.stage_completed` per job and endpoint this often (0: every one; other events:
-    # always).
+    # At most one progress event (`job.stage_completed`, `job.progress`) per job and endpoint this often
+    # (0: every one; other events: always).
     webhook_progress_interval_s: float = 2.0
     # A delivery handed to the broker but not attempted after this long is published again.
     webhook_republish_after_s: int = 300

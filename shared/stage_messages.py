@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from shared.errors import BrokerUnavailableError
 from shared.job_hand_offs import record_hand_off
+from shared.job_waiting import BACKLOG, mark_waiting
 from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
 from shared.queue import Publisher
 
@@ -98,6 +99,8 @@ class StageMessages:
         # A running job's next message is in the broker now: the sweeper must not take it for a
         # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
         record_hand_off(session, claim.job_id)
+        if claim.lane == "backlog":
+            mark_waiting(session, claim.job_id, BACKLOG)
         logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)
 
     def unsent(

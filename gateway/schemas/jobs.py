@@ -5,6 +5,7 @@ from __future__ import annotations
 from marshmallow import Schema, fields, validate
 
 from gateway.schemas.common import ListArgsSchema, StrictSchema
+from shared.job_waiting import REASONS
 from shared.models import JobKind, JobStatus
 
 
@@ -29,7 +30,14 @@ class JobSchema(Schema):
     kind = fields.String(validate=validate.OneOf([k.value for k in JobKind]))
     status = fields.String(validate=validate.OneOf([s.value for s in JobStatus]))
     stage = fields.String(allow_none=True)
-    progress = fields.Integer()
+    progress = fields.Integer(metadata={"description": "0-100; moves within a long stage (OCR, embed) too."})
+    waiting = fields.String(
+        allow_none=True,
+        validate=validate.OneOf(REASONS),
+        metadata={
+            "description": "Why a job no worker runs yet waits (a field, not a state); null otherwise."
+        },
+    )
     counters = fields.Nested(CountersSchema)
     attempts = fields.Integer()
     error = fields.Nested(ErrorSchema, allow_none=True)

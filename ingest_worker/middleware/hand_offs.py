@@ -16,6 +16,7 @@ from dramatiq.middleware import Middleware
 
 from ingest_worker.resources import Resources
 from shared.job_hand_offs import record_hand_off
+from shared.job_waiting import mark_waiting
 from shared.queue import ACTOR_FOR_STAGE, LANES, PART_ACTOR_FOR_STAGE, actor_for, part_actor_for
 
 logger = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ class HandOffs(Middleware):
             res: Resources = self.resources()
             with res.db.transaction() as session:
                 record_hand_off(session, message.args[0])
+                if message.options.get("waiting"):
+                    mark_waiting(session, message.args[0], message.options["waiting"])
         except Exception:
             # The hand-off itself succeeded; without the stamp the sweeper resumes the job later,
             # which the idempotent stages absorb.

@@ -22,6 +22,7 @@ from dramatiq.broker import Broker
 from dramatiq.middleware import Middleware, SkipMessage
 
 from shared import metrics
+from shared.job_waiting import TENANT_SLOT
 
 logger = logging.getLogger(__name__)
 
@@ -175,7 +176,9 @@ class TenantConcurrency(Middleware):
             return
         delay = random.randint(*self.requeue_delay_ms)
         logger.debug("%s is at its cap of %s; %s back in %s ms", owner, cap, message, delay)
-        broker.enqueue(message._message.copy(), delay=delay)
+        # The copy says why its job waits; the hand-off of its enqueue records it on the job.
+        waiting = message._message.copy(options={**message.options, "waiting": TENANT_SLOT})
+        broker.enqueue(waiting, delay=delay)
         metrics.TENANT_CAP_PUT_BACKS.labels(message.queue_name).inc()
         PUT_BACK_WARNINGS.expect(message.message_id)
         raise SkipMessage()

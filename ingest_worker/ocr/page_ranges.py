@@ -33,9 +33,10 @@ from ingest_worker.runner import (
     run,
 )
 from ingest_worker.stage_io import artifact_key, original
+from ingest_worker.stage_progress import StageProgress
 from ingest_worker.stages.artifacts import pages_from_json, pages_to_json
 from ingest_worker.stages.ocr_confidence import PageReading
-from shared import jobs, outbox
+from shared import job_progress, jobs, outbox
 from shared.errors import StaleTransitionError
 from shared.job_events import JobSnapshot
 from shared.job_hand_offs import await_parts
@@ -60,9 +61,16 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
     if wanted:
         with res.db.transaction() as session:
             languages = document_languages(session, job.document_id, res.settings)
+        progress = StageProgress(res, job.id, STAGE)
+        progress.begin(len(wanted))
         with original(res, job.document_id) as path:
             readings = read_pages(
-                res, path, wanted, languages=languages, check=lambda: check_not_cancelled(res, job.id)
+                res,
+                path,
+                wanted,
+                languages=languages,
+                check=lambda: check_not_cancelled(res, job.id),
+                progress=progress,
             )
         pages = with_ocr_text(pages, readings)
     key = artifact_key(job.id, "pages-final.json")
@@ -75,6 +83,8 @@ def _fan_out(res: Resources, job_id: str, ranges: list[list[int]]) -> StageResul
     recovery, publishes only what is left)."""
     with res.db.transaction() as session:
         todo = stage_parts.plan_parts(session, job_id, STAGE, ranges)
+        if len(todo) == len(ranges):  # the first fan-out: no range has counted its pages yet
+            job_progress.begin_units(session, job_id, STAGE, sum(len(r) for r in ranges))
         for n in todo:
             outbox.add_message(session, job_id, STAGE, part=n)
         await_parts(session, job_id)
@@ -140,10 +150,17 @@ def _read_range(res: Resources, job_id: str, document_id: str, part: int, wanted
         return key
     with res.db.transaction() as session:
         languages = document_languages(session, document_id, res.settings)
+    progress = StageProgress(res, job_id, STAGE)
     with original(res, document_id) as path:
         readings = read_pages(
-            res, path, wanted, languages=languages, check=lambda: check_not_cancelled(res, job_id, ended=True)
+            res,
+            path,
+            wanted,
+            languages=languages,
+            check=lambda: check_not_cancelled(res, job_id, ended=True),
+            progress=progress,
         )
+    progress.flush()  # the range's last pages count before the range is recorded
     res.storage.put_bytes(key, readings_to_json(readings))
     return key
 

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
+from ingest_worker.stage_progress import StageProgress
 from ingest_worker.stages.artifacts import PageText
 from ingest_worker.stages.ocr import read_pages as ocr_read_pages
 from ingest_worker.stages.ocr_confidence import ConfidenceRule, PageReading
@@ -41,11 +42,17 @@ def document_languages(session: Session, document_id: str, settings: Settings) -
 
 
 def read_pages(
-    res: Resources, path: str, wanted: list[int], *, languages: str, check: Callable[[], None]
+    res: Resources,
+    path: str,
+    wanted: list[int],
+    *,
+    languages: str,
+    check: Callable[[], None],
+    progress: StageProgress | None = None,
 ) -> dict[int, PageReading]:
     """OCR `wanted` pages of the PDF at `path` in `languages`, a few pages per child process,
     `ocr_parallelism` children at once (tesseract uses one core each), calling `check` (which raises to
-    stop) before each group of pages."""
+    stop) before each group of pages and counting each group's pages in `progress`."""
     settings = res.settings
     groups = [wanted[i : i + OCR_PAGES_PER_CALL] for i in range(0, len(wanted), OCR_PAGES_PER_CALL)]
     readings: dict[int, PageReading] = {}
@@ -71,6 +78,8 @@ def read_pages(
     with ThreadPoolExecutor(max(1, settings.ocr_parallelism)) as pool:
         for result in pool.map(read, groups):
             readings.update(result)
+            if progress is not None:
+                progress.add(len(result))
     metrics.OCR_PAGES.inc(len(readings))
     return readings
 

@@ -67,6 +67,8 @@ class Job(Base):
     # The code versions that made the job's pages and chunks (a reindex redoes older ones).
     extractor_version: Mapped[str | None] = mapped_column(String(32))
     chunker_version: Mapped[str | None] = mapped_column(String(32))
+    # Why a job that no worker runs yet waits (see `shared/job_waiting.py`); None while it runs.
+    waiting: Mapped[str | None] = mapped_column(String(32))
     # A version that only grows: every transition bumps it in the same statement.
     seq: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
@@ -98,6 +100,9 @@ class JobStage(Base):
     # have finished; the part whose increment reaches `parts` is the last and hands the job on.
     parts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     parts_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Units of a long stage (pages read by OCR, chunks embedded) done so far, of `units_total`.
+    units_done: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    units_total: Mapped[int | None] = mapped_column(Integer)
 
 
 class StagePart(Base):

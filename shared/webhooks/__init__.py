@@ -28,7 +28,7 @@ from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
 
-PROGRESS_EVENTS = frozenset({"job.stage_completed"})
+PROGRESS_EVENTS = frozenset({"job.stage_completed", "job.progress"})
 TERMINAL_EVENTS = frozenset({"job.completed", "job.failed", "job.cancelled", "job.dead_lettered"})
 USER_AGENT = "pdf-ingest-webhooks/1"
 # After the broker refuses a delivery, how long the relay's fast path leaves the broker alone.
