@@ -4,7 +4,8 @@
 Every operation is called with a tenant key and with an admin key, with requests that fit the document
 and requests that do not, and each answer is checked: no 5xx; status code, content type and body as
 documented; errors as problem+json with a `code`; and no answer to the fuzzing tenant carries an id of
-the other tenant, whose document and job also stand in for the generated ids in a share of the calls.
+the other tenant. In a share of the calls the other tenant's document and job stand in for the generated
+ids in the path, and in another the fuzzing tenant's own (its job failed, so its event stream is short).
 """
 
 from __future__ import annotations
@@ -31,13 +32,20 @@ from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    response_headers_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
 
 from shared.settings import Settings
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_headers_conformance,
+    response_schema_conformance,
+]
 ROLES = ("tenant", "admin")
 MODES = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
 PATH_PARAMETER = re.compile(r"{(\w+)}")
@@ -71,6 +79,7 @@ class Target:
     schema: Any
     keys: dict[str, str]
     foreign_ids: dict[str, str]
+    own_ids: dict[str, str]
 
 
 def fuzz_settings(data_dir: Path, database_url: str = "") -> Settings:
@@ -96,13 +105,14 @@ def build_target(app_settings: Settings) -> Target:
     from qdrant_client import QdrantClient
 
     from gateway.app import create_app
+    from shared import jobs
     from shared.embedders import make_embedder
+    from shared.errors import PermanentError
     from shared.queue import Publisher, make_broker
     from shared.tenants import create_tenant
     from shared.vectorstore import VectorStore
-    from tests.conftest import admin_key, auth, tenant_key
+    from tests.conftest import admin_key, tenant_key
     from tests.databases import migrate_database
-    from tests.pdfs import text_pdf
 
     migrate_database(app_settings.effective_database_url)
     app = create_app(
@@ -115,15 +125,24 @@ def build_target(app_settings: Settings) -> Target:
     with app.extensions["ingest"].db.transaction() as session:
         other, other_key = create_tenant(session, "other")
         other_id = str(other.id)
+    foreign = {"tenant_id": other_id, **_upload(app, other_key, "The other tenant's page.")}
+    own = _upload(app, keys["tenant"], "The fuzzing tenant's page.")
+    # A final job, so that its event stream ends once its events are sent.
+    with app.extensions["ingest"].db.transaction() as session:
+        jobs.fail(session, own["job_id"], PermanentError("Failed for the fuzz.", code="fuzz"))
+    return Target(schemathesis.openapi.from_wsgi("/openapi.json", app), keys, foreign, own)
+
+
+def _upload(app: Any, key: str, text: str) -> dict[str, str]:
+    from tests.conftest import auth
+    from tests.pdfs import text_pdf
+
     upload = app.test_client().post(
-        "/v1/documents",
-        headers=auth(other_key),
-        data={"file": (io.BytesIO(text_pdf(["The other tenant's page."])), "other.pdf")},
+        "/v1/documents", headers=auth(key), data={"file": (io.BytesIO(text_pdf([text])), "page.pdf")}
     )
     body = upload.get_json()
     assert upload.status_code == 202, body
-    foreign = {"tenant_id": other_id, "document_id": body["document_id"], "job_id": body["job_id"]}
-    return Target(schemathesis.openapi.from_wsgi("/openapi.json", app), keys, foreign)
+    return {"document_id": body["document_id"], "job_id": body["job_id"]}
 
 
 def _problem_fault(status: int, headers: dict[str, list[str]], content: bytes) -> str | None:
@@ -173,15 +192,16 @@ def check_case(target: Target, case: Any, role: str, tally: Tally) -> None:
 
 def run(target: Target, *, examples: int, derandomize: bool, tally: Tally | None = None) -> Tally:
     """Fuzz every operation: per role and generation mode `examples` requests drawn from its own schema,
-    and as many again with the other tenant's ids in its path, when it takes one."""
+    and as many again with the other tenant's ids in its path, and with the fuzzing tenant's own, when it
+    takes one."""
     tally = tally or Tally()
     operations = [result.ok() for result in target.schema.get_all_operations()]
     for operation in operations:
         names = PATH_PARAMETER.findall(operation.path)
-        foreign = {n: target.foreign_ids[n] for n in names if n in target.foreign_ids}
+        variants = [{n: ids[n] for n in names if n in ids} for ids in (target.foreign_ids, target.own_ids)]
         for role in ROLES:
             for mode in MODES:
-                for fixed in [{}, foreign] if foreign else [{}]:
+                for fixed in [{}, *(v for v in variants if v)]:
                     strategy = operation.as_strategy(generation_mode=mode, path_parameters=fixed or None)
                     _drive(target, strategy, role, tally, examples=examples, derandomize=derandomize)
     return tally
