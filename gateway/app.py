@@ -9,7 +9,7 @@ from flask import Flask
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
-from gateway import metrics, request_checks
+from gateway import metrics, request_checks, swagger_assets
 from gateway.api import admin, documents, events, health, jobs, search, webhooks
 from gateway.errors import register_error_handlers
 from gateway.schemas.common import ProblemSchema
@@ -70,7 +70,7 @@ def create_app(
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="docs",
-        OPENAPI_SWAGGER_UI_URL="https://cdn.jsdelivr.net/npm/swagger-ui-dist/",
+        OPENAPI_SWAGGER_UI_URL=swagger_assets.URL,
         API_SPEC_OPTIONS={
             "security": [{"bearer": []}],
             "components": {"securitySchemes": {"bearer": BEARER}},
@@ -87,6 +87,7 @@ def create_app(
     api = IngestApi(app)
     for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)
+    app.register_blueprint(swagger_assets.blp)
     register_error_handlers(app)
     metrics.install(app)
     return app
