@@ -10,10 +10,7 @@ from typing import Any
 
 import pytest
 
-from ingest_worker import stage_io
-from ingest_worker.actors import STAGE_POLICIES, WORK
 from ingest_worker.resources import Resources
-from ingest_worker.runner import run_stage
 from ingest_worker.stages.artifacts import ARTIFACT_VERSION
 from shared import document_versions, jobs
 from shared.errors import PermanentError
@@ -23,6 +20,7 @@ from shared.settings import Settings
 from tests.conftest import auth, tenant_key
 from tests.inprocess import InProcess, in_process_service
 from tests.pdfs import text_pdf
+from tests.stage_runs import run_stages
 
 PAGES = ["The first version of the harbour survey. " * 30, "Its second page, on the lighthouse. " * 30]
 
@@ -31,18 +29,6 @@ PAGES = ["The first version of the harbour survey. " * 30, "Its second page, on 
 def service(settings: Settings) -> Iterator[InProcess]:
     with in_process_service(settings, worker=False) as running:
         yield running
-
-
-def run(res: Resources, job_id: str, stages: tuple[str, ...] = STAGES) -> None:
-    for stage in stages:
-        run_stage(
-            res,
-            job_id,
-            stage,
-            WORK[stage],
-            policy=STAGE_POLICIES[stage][0],
-            on_cancel=stage_io.delete_job_points,
-        )
 
 
 def upload(client: Any, key: str, *, force: bool = False) -> dict[str, Any]:
@@ -73,7 +59,7 @@ def indexed_once(service: InProcess) -> tuple[Any, str, dict[str, Any]]:
     client = service.app.test_client()
     key = tenant_key(service.app, "acme")
     first = upload(client, key)
-    run(service.resources, first["job_id"])
+    run_stages(service.resources, first["job_id"])
     return client, key, first
 
 
@@ -84,7 +70,7 @@ def test_a_completed_ingest_shows_its_version_as_indexed(service: InProcess) -> 
     first = upload(client, key)
     assert document(client, key, first["document_id"])["indexed"] is None
     # When its job completes
-    run(service.resources, first["job_id"])
+    run_stages(service.resources, first["job_id"])
     # Then the document shows that job's version, with the points search serves
     indexed = document(client, key, first["document_id"])["indexed"]
     assert indexed["job_id"] == first["job_id"] and indexed["kind"] == "ingest"
@@ -97,10 +83,10 @@ def test_a_cancelled_forced_reingest_keeps_showing_the_earlier_version(service: 
     client, key, first = indexed_once(service)
     second = upload(client, key, force=True)
     assert second["document_id"] == first["document_id"]
-    run(service.resources, second["job_id"], STAGES[: STAGES.index("embed") + 1])
+    run_stages(service.resources, second["job_id"], STAGES[: STAGES.index("embed") + 1])
     # When the client cancels the re-ingest, and it stops at its next stage boundary
     assert client.post(f"/v1/jobs/{second['job_id']}/cancel", headers=auth(key)).status_code == 202
-    run(service.resources, second["job_id"], ("index",))
+    run_stages(service.resources, second["job_id"], ("index",))
     # Then its latest job is the cancelled one, but the earlier version is still what is indexed
     body = document(client, key, first["document_id"])
     assert body["latest_job"]["status"] == "cancelled" and body["latest_job"]["counters"]["points"] == 0
@@ -112,7 +98,7 @@ def test_a_failed_reingest_keeps_showing_the_earlier_version(service: InProcess)
     # Given an indexed document and a re-ingest that fails for good after chunking
     client, key, first = indexed_once(service)
     second = upload(client, key, force=True)
-    run(service.resources, second["job_id"], STAGES[: STAGES.index("chunk") + 1])
+    run_stages(service.resources, second["job_id"], STAGES[: STAGES.index("chunk") + 1])
     with service.resources.db.transaction() as session:
         jobs.fail(
             session, second["job_id"], PermanentError("The embedder refused.", code="embedding_rejected")
@@ -129,7 +115,7 @@ def test_a_completed_reingest_replaces_the_indexed_version(service: InProcess) -
     client, key, first = indexed_once(service)
     second = upload(client, key, force=True)
     # When the re-ingest completes
-    run(service.resources, second["job_id"])
+    run_stages(service.resources, second["job_id"])
     # Then it is the indexed version, and the earlier version's points are gone
     indexed = document(client, key, first["document_id"])["indexed"]
     assert indexed["job_id"] == second["job_id"]
@@ -141,11 +127,11 @@ def test_a_reingest_cancelled_after_indexing_leaves_nothing_indexed(service: InP
     # Given an indexed document and a re-ingest that finished its index stage (removing older points)
     client, key, first = indexed_once(service)
     second = upload(client, key, force=True)
-    run(service.resources, second["job_id"], STAGES[: STAGES.index("index") + 1])
+    run_stages(service.resources, second["job_id"], STAGES[: STAGES.index("index") + 1])
     assert points_of(service.resources, first["job_id"]) == 0
     # When it is cancelled before finalize (it then removes its own points)
     client.post(f"/v1/jobs/{second['job_id']}/cancel", headers=auth(key))
-    run(service.resources, second["job_id"], ("finalize",))
+    run_stages(service.resources, second["job_id"], ("finalize",))
     # Then nothing is indexed, and the document says so rather than naming a version with no points
     assert points_of(service.resources, second["job_id"]) == 0
     assert document(client, key, first["document_id"])["indexed"] is None
