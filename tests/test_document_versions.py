@@ -9,12 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from ingest_worker.resources import Resources
 from ingest_worker.stages.artifacts import ARTIFACT_VERSION
 from shared import document_versions, jobs
+from shared import reindex as reindexing
 from shared.errors import PermanentError
-from shared.models import Job
+from shared.models import Job, Reindex
 from shared.queue import STAGES
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
@@ -142,3 +144,28 @@ def test_the_gateway_reads_the_artifact_version_the_worker_writes() -> None:
     # When the shared reader is compared with it
     # Then both agree, so the content endpoints never misread a pages or chunks artifact
     assert document_versions.ARTIFACT_VERSION == ARTIFACT_VERSION
+
+
+def test_a_reindex_serves_its_version_only_once_it_flips(service: InProcess) -> None:
+    # Given an indexed document and a reindex of its tenant whose job completed into the next version
+    client, key, first = indexed_once(service)
+    res = service.resources
+    with res.db.transaction() as session:
+        tenant_id = session.get(Job, first["job_id"]).tenant_id  # type: ignore[union-attr]
+        reindex, created = reindexing.start(session, res.settings, tenant_id)
+        reindex_id = reindex.id
+    assert created == 1
+    with res.db.transaction() as session:
+        job_id = session.scalars(select(Job.id).where(Job.kind == "reindex")).one()
+    run_stages(res, job_id)
+    before = document(client, key, first["document_id"])["indexed"]
+    # When the maintenance loop flips the tenant to the new version
+    with res.db.transaction() as session:
+        assert reindexing.advance(session, session.get(Reindex, reindex_id), window=10) == "flipped"  # type: ignore[arg-type]
+    after = document(client, key, first["document_id"])["indexed"]
+    chunks = client.get(f"/v1/documents/{first['document_id']}/chunks", headers=auth(key)).get_json()
+    # Then the old version was indexed until the flip, and the reindex job's is after it, its chunks
+    # (reused from the first job) served under it
+    assert (before["job_id"], before["index_version"]) == (first["job_id"], 1)
+    assert (after["job_id"], after["kind"], after["index_version"]) == (job_id, "reindex", 2)
+    assert chunks["job_id"] == job_id and len(chunks["items"]) == after["chunks"] > 0
