@@ -10,7 +10,7 @@ from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
 from gateway import metrics, request_checks, swagger_assets
-from gateway.api import admin, documents, events, health, jobs, search, webhooks
+from gateway.api import admin, document_content, documents, events, health, jobs, search, webhooks
 from gateway.errors import register_error_handlers
 from gateway.schemas.common import ProblemSchema
 from gateway.services import Services
@@ -87,6 +87,7 @@ def create_app(
     api = IngestApi(app)
     for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)
+    api.register_blueprint(document_content.blp)
     app.register_blueprint(swagger_assets.blp)
     register_error_handlers(app)
     metrics.install(app)

@@ -5,11 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.orm import object_session
+
+from shared.document_versions import serving_job
 from shared.job_representation import iso_time, job_body
 from shared.models import ApiKey, DeadLetter, Document, Job, Reindex, Tenant, WebhookDelivery, utcnow
 
 
 def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
+    """The document as its session sees it; `indexed` is the version search serves (which a newer job
+    that runs, fails or is cancelled leaves in place), read through the document's own session."""
+    session = object_session(document)
+    serving = serving_job(session, document) if session is not None else None
     return {
         "document_id": document.id,
         "filename": document.filename,
@@ -20,6 +27,20 @@ def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
         "created_at": iso_time(document.created_at),
         "deleted": document.deleted_at is not None,
         "latest_job": job_body(latest_job) if latest_job is not None else None,
+        "indexed": indexed_body(serving) if serving is not None else None,
+    }
+
+
+def indexed_body(job: Job) -> dict[str, Any]:
+    """The indexed version of a document: the job that made the points search serves."""
+    return {
+        "job_id": job.id,
+        "kind": job.kind,
+        "index_version": job.index_version,
+        "embedding_model": job.embedding_model,
+        "chunks": job.chunks,
+        "points": job.points,
+        "finished_at": iso_time(job.finished_at),
     }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
 from typing import Any, BinaryIO
 
 import boto3
@@ -17,6 +18,7 @@ from botocore.exceptions import ClientError
 from shared.errors import StorageUnavailableError
 from shared.s3_errors import MISSING_BUCKET_CODES, VENDOR_ERRORS, error_code, is_not_found, translate
 from shared.settings import Settings
+from shared.storage import STREAM_CHUNK_BYTES
 
 MIB = 1024 * 1024
 # Uploads above this size go multipart, in parts of the same size.
@@ -198,6 +200,26 @@ class S3Storage:
                 body.close()
         except VENDOR_ERRORS as exc:
             raise translate(exc) from exc
+
+    def stream(self, key: str) -> Iterator[bytes]:
+        """An object's bytes in pieces as they arrive (`get_object` Body, `iter_chunks`); a missing
+        object raises `ObjectNotFoundError` here, before the first piece."""
+        client = self._ready()
+        try:
+            body = client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        except VENDOR_ERRORS as exc:
+            raise translate(exc) from exc
+        return self._pieces(body)
+
+    @staticmethod
+    def _pieces(body: Any) -> Iterator[bytes]:
+        try:
+            for piece in body.iter_chunks(STREAM_CHUNK_BYTES):
+                yield bytes(piece)
+        except VENDOR_ERRORS as exc:
+            raise translate(exc) from exc
+        finally:
+            body.close()
 
     def download(self, key: str, path: str) -> None:
         """Copy an object to a local file, streaming; the file appears only once complete."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
@@ -16,6 +17,8 @@ from shared.errors import ObjectNotFoundError, StorageUnavailableError
 from shared.settings import Settings
 
 COPY_BUFFER_BYTES = 1024 * 1024
+# The pieces `stream` yields: small enough that a download holds little, large enough to be cheap.
+STREAM_CHUNK_BYTES = 256 * 1024
 
 
 class ObjectStorage(Protocol):
@@ -30,6 +33,11 @@ class ObjectStorage(Protocol):
 
     def get_bytes(self, key: str) -> bytes:
         """Read a whole object; `ObjectNotFoundError` when it does not exist."""
+
+    def stream(self, key: str) -> Iterator[bytes]:
+        """An object's bytes in pieces of at most STREAM_CHUNK_BYTES, never whole in memory. The object is
+        opened now, so a missing one raises `ObjectNotFoundError` here rather than mid-stream; closing
+        the iterator early releases the file or connection."""
 
     def download(self, key: str, path: str) -> None:
         """Copy an object to a local file, streaming."""
@@ -83,6 +91,15 @@ class LocalStorage:
         except OSError as exc:
             raise StorageUnavailableError() from exc
 
+    def stream(self, key: str) -> Iterator[bytes]:
+        try:
+            handle = self._path(key).open("rb")
+        except FileNotFoundError as exc:
+            raise ObjectNotFoundError() from exc
+        except OSError as exc:
+            raise StorageUnavailableError() from exc
+        return _pieces(handle)
+
     def download(self, key: str, path: str) -> None:
         try:
             shutil.copyfile(self._path(key), path)
@@ -105,6 +122,12 @@ class LocalStorage:
     def check(self) -> None:
         if not os.access(self.root, os.W_OK):
             raise StorageUnavailableError()
+
+
+def _pieces(handle: BinaryIO) -> Iterator[bytes]:
+    with handle:
+        while piece := handle.read(STREAM_CHUNK_BYTES):
+            yield piece
 
 
 def make_storage(settings: Settings) -> ObjectStorage:

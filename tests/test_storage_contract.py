@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from shared.errors import ObjectNotFoundError
-from shared.storage import LocalStorage, ObjectStorage
+from shared.storage import STREAM_CHUNK_BYTES, LocalStorage, ObjectStorage
 from tests.object_stores import PseudoRandomStream, s3_storage
 
 LARGE_OBJECT_BYTES = 20 * 1024 * 1024
@@ -53,6 +53,39 @@ def test_put_file_streams_a_large_object_that_reads_back_identical(
     storage.download("docs/big/source.pdf", str(target))
     assert target.stat().st_size == LARGE_OBJECT_BYTES
     assert sha256_of_file(target) == expected
+
+
+def test_stream_reads_a_large_object_back_identical_in_bounded_pieces(storage: ObjectStorage) -> None:
+    # Given a 20 MB object
+    stream = PseudoRandomStream(LARGE_OBJECT_BYTES)
+    storage.put_file("docs/big/source.pdf", stream)  # type: ignore[arg-type]
+
+    # When it is streamed
+    digest, total, largest = hashlib.sha256(), 0, 0
+    for piece in storage.stream("docs/big/source.pdf"):
+        digest.update(piece)
+        total += len(piece)
+        largest = max(largest, len(piece))
+
+    # Then every byte arrives, in pieces no larger than the stream's bound
+    assert total == LARGE_OBJECT_BYTES
+    assert digest.hexdigest() == stream.sha256.hexdigest()
+    assert 0 < largest <= STREAM_CHUNK_BYTES
+
+
+def test_a_stream_closed_early_releases_the_object(storage: ObjectStorage) -> None:
+    # Given an object of several pieces, streamed
+    storage.put_bytes("docs/3/source.pdf", b"x" * (3 * STREAM_CHUNK_BYTES))
+    pieces = storage.stream("docs/3/source.pdf")
+
+    # When the reader stops after the first piece and closes the stream
+    assert next(iter(pieces))
+    pieces.close()  # type: ignore[attr-defined]
+
+    # Then the object can still be read and deleted
+    assert len(storage.get_bytes("docs/3/source.pdf")) == 3 * STREAM_CHUNK_BYTES
+    storage.delete("docs/3/source.pdf")
+    assert storage.exists("docs/3/source.pdf") is False
 
 
 def test_put_file_with_a_known_small_size_reads_back_identical(storage: ObjectStorage) -> None:
@@ -127,6 +160,9 @@ def test_reading_a_missing_object_raises_object_not_found(storage: ObjectStorage
         storage.get_bytes("docs/missing/source.pdf")
     with pytest.raises(ObjectNotFoundError):
         storage.download("docs/missing/source.pdf", str(target))
+    # (a stream fails when it is opened, before any piece could be sent)
+    with pytest.raises(ObjectNotFoundError):
+        storage.stream("docs/missing/source.pdf")
 
     # Then the error is classified, carries its own message, and no file was left behind
     assert read_error.value.code == "object_not_found"

@@ -53,6 +53,16 @@ class UploadResponseSchema(JobSchema):
     results = fields.List(fields.Nested(UploadResultSchema), required=True)
 
 
+class IndexedVersionSchema(Schema):
+    job_id = fields.String(required=True, metadata={"description": "the job whose points search serves"})
+    kind = fields.String(metadata={"description": "ingest, or reindex"})
+    index_version = fields.Integer(metadata={"description": "the tenant's active index version"})
+    embedding_model = fields.String(allow_none=True)
+    chunks = fields.Integer()
+    points = fields.Integer()
+    finished_at = fields.String(allow_none=True)
+
+
 class DocumentSchema(Schema):
     document_id = fields.String(required=True)
     filename = fields.String()
@@ -65,6 +75,14 @@ class DocumentSchema(Schema):
     created_at = fields.String()
     deleted = fields.Boolean()
     latest_job = fields.Nested(JobSchema, allow_none=True)
+    indexed = fields.Nested(
+        IndexedVersionSchema,
+        allow_none=True,
+        metadata={
+            "description": "the version search serves, which a newer job that runs, fails or is cancelled"
+            " leaves in place; null while none is indexed (and once deleted)"
+        },
+    )
 
 
 class DocumentListSchema(Schema):

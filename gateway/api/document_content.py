@@ -1,0 +1,163 @@
+"""A document's own content: the chunks and page texts of the version search serves, and the original file.
+
+Every answer is scoped to the caller's tenant (another tenant's document is as unknown as a made-up id).
+The chunks and texts come from the artifacts of the job `shared.document_versions.serving_job` names,
+the same rule the document's `indexed` field shows; the file is streamed from object storage.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Any
+
+from flask import Response, g
+from flask_smorest import Blueprint
+from sqlalchemy import select
+
+from gateway.auth import tenant_required
+from gateway.content_disposition import attachment
+from gateway.schemas.common import ListArgsSchema
+from gateway.schemas.document_content import ChunkListSchema, DocumentTextSchema
+from gateway.services import services
+from shared.document_versions import artifact_key_of, read_artifact, serving_job
+from shared.errors import ConflictError, InvalidRequestError, NotFoundError, ObjectNotFoundError
+from shared.models import Document, Job
+
+blp = Blueprint("document_content", __name__, description="Read a document's indexed content and original")
+
+PDF_BINARY = {"type": "string", "format": "binary"}
+
+
+def _own_live_document(session: Any, document_id: str) -> Document:
+    document = session.scalars(
+        select(Document).where(Document.id == document_id, Document.tenant_id == g.caller.tenant_id)
+    ).first()
+    if document is None:
+        raise NotFoundError("No such document.")
+    if document.deleted_at is not None:
+        raise NotFoundError("The document was deleted.", code="document_deleted")
+    return document  # type: ignore[no-any-return]
+
+
+def _serving(session: Any, document: Document) -> Job:
+    job = serving_job(session, document)
+    if job is None:
+        raise ConflictError(
+            "No version of the document is indexed yet: its job has not finished.", code="not_indexed"
+        )
+    return job
+
+
+def _artifact(key: str, kind: str) -> list[dict[str, Any]]:
+    try:
+        data = services().storage.get_bytes(key)
+    except ObjectNotFoundError:
+        raise NotFoundError("The indexed version's content is gone.", code="content_not_found") from None
+    return read_artifact(data, kind)
+
+
+def _encode_cursor(job_id: str, index: int) -> str:
+    return base64.urlsafe_b64encode(json.dumps([job_id, index]).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[str, int]:
+    try:
+        job_id, index = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if not isinstance(job_id, str) or not isinstance(index, int) or isinstance(index, bool):
+            raise TypeError("cursor fields")
+        return job_id, index
+    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
+        raise InvalidRequestError("The cursor is not one this API gave out.", code="invalid_cursor") from None
+
+
+@blp.route("/v1/documents/<document_id>/chunks", methods=["GET"])
+@tenant_required
+@blp.arguments(ListArgsSchema, location="query", as_kwargs=True)
+@blp.response(200, ChunkListSchema)
+def list_chunks(document_id: str, limit: int, cursor: str | None = None) -> Any:
+    """The chunks of the indexed version, in document order: each one's pages, sections and text.
+    409 `not_indexed` while no version is indexed; 409 `indexed_version_changed` when a cursor's
+    version has since been replaced (start again without a cursor)."""
+    svc = services()
+    with svc.db.transaction() as session:
+        job = _serving(session, _own_live_document(session, document_id))
+        key = artifact_key_of(session, job, "chunk", "chunks.json")
+        job_id, index_version = job.id, job.index_version
+    after = -1
+    if cursor:
+        cursor_job, after = _decode_cursor(cursor)
+        if cursor_job != job_id:
+            raise ConflictError(
+                "The indexed version changed since this cursor was given out.", code="indexed_version_changed"
+            )
+    chunks = [c for c in _artifact(key, "chunks") if int(c["index"]) > after]
+    page = chunks[:limit]
+    return {
+        "job_id": job_id,
+        "index_version": index_version,
+        "items": [_chunk_body(c) for c in page],
+        "next_cursor": _encode_cursor(job_id, int(page[-1]["index"])) if len(chunks) > limit else None,
+    }
+
+
+def _chunk_body(chunk: dict[str, Any]) -> dict[str, Any]:
+    heading = chunk.get("heading")
+    return {
+        "index": int(chunk["index"]),
+        "page_start": int(chunk["page_start"]),
+        "page_end": int(chunk["page_end"]),
+        "section": heading,
+        "sections": list(chunk.get("sections") or ([heading] if heading else [])),
+        "token_count": int(chunk["token_count"]),
+        "text": str(chunk["text"]),
+    }
+
+
+@blp.route("/v1/documents/<document_id>/text", methods=["GET"])
+@tenant_required
+@blp.response(200, DocumentTextSchema)
+def get_text(document_id: str) -> Any:
+    """The text of every page of the indexed version, and whether it came from the PDF's text layer
+    or from OCR. 409 `not_indexed` while no version is indexed."""
+    svc = services()
+    with svc.db.transaction() as session:
+        job = _serving(session, _own_live_document(session, document_id))
+        key = artifact_key_of(session, job, "ocr", "pages-final.json")
+        job_id, index_version = job.id, job.index_version
+    pages = _artifact(key, "pages")
+    return {
+        "job_id": job_id,
+        "index_version": index_version,
+        "pages": [{"number": int(p["number"]), "source": p["source"], "text": str(p["text"])} for p in pages],
+    }
+
+
+@blp.route("/v1/documents/<document_id>/file", methods=["GET"])
+@tenant_required
+@blp.response(200, PDF_BINARY, content_type="application/pdf", description="The original PDF, as uploaded")
+def download_file(document_id: str) -> Any:
+    """The original file as uploaded, streamed (available from the upload on, indexed or not)."""
+    svc = services()
+    with svc.db.transaction() as session:
+        document = _own_live_document(session, document_id)
+        key, filename, size, sha256 = (
+            document.object_key,
+            document.filename,
+            document.size_bytes,
+            document.sha256,
+        )
+    # Opened before the answer starts, so a missing object is an error answer, not a cut-off stream.
+    try:
+        pieces = svc.storage.stream(key)
+    except ObjectNotFoundError:
+        raise NotFoundError("The document's file is gone.", code="file_not_found") from None
+    headers = {
+        "Content-Disposition": attachment(filename),
+        "Content-Length": str(size),
+        "ETag": f'"{sha256}"',
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "private, no-store",
+    }
+    return Response(pieces, status=200, mimetype="application/pdf", headers=headers, direct_passthrough=True)
