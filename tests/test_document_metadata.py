@@ -143,3 +143,31 @@ def test_a_deleted_document_cannot_be_patched(app: Any, client: Any) -> None:
     assert client.delete(f"/v1/documents/{document_id}", headers=auth(key)).status_code == 202
     response = client.patch(f"/v1/documents/{document_id}", headers=auth(key), json={"metadata": {}})
     assert response.status_code == 404
+
+
+def test_a_forced_upload_with_metadata_replaces_it_and_a_duplicate_keeps_it(app: Any, client: Any) -> None:
+    # Given a document uploaded with metadata
+    key = tenant_key(app, "acme")
+    document_id = upload(client, key, json.dumps({"v": 1})).get_json()["document_id"]
+    # When the same bytes come again with other metadata, Then a duplicate keeps the document's
+    again = upload(client, key, json.dumps({"v": 2}))
+    assert again.status_code == 200 and again.get_json()["document_id"] == document_id
+    assert client.get(f"/v1/documents/{document_id}", headers=auth(key)).get_json()["metadata"] == {"v": 1}
+    # And a forced upload replaces it
+    data = {"file": (io.BytesIO(text_pdf(["Metadata."])), "m.pdf"), "metadata": json.dumps({"v": 3})}
+    forced = client.post("/v1/documents?force=true", headers=auth(key), data=data)
+    assert forced.status_code == 202 and forced.get_json()["document_id"] == document_id
+    assert client.get(f"/v1/documents/{document_id}", headers=auth(key)).get_json()["metadata"] == {"v": 3}
+
+
+def test_an_idempotency_key_reused_with_other_metadata_is_a_conflict(app: Any, client: Any) -> None:
+    key = tenant_key(app, "acme")
+
+    def send(metadata: str) -> Any:
+        data = {"file": (io.BytesIO(text_pdf(["Once."])), "m.pdf"), "metadata": metadata}
+        return client.post("/v1/documents", headers={**auth(key), "Idempotency-Key": "k1"}, data=data)
+
+    first = send('{"v": 1}')
+    assert send('{"v": 1}').get_json()["job_id"] == first.get_json()["job_id"]
+    reused = send('{"v": 2}')
+    assert reused.status_code == 409 and reused.get_json()["code"] == "idempotency_key_reused"
