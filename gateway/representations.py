@@ -24,6 +24,7 @@ def document_body(document: Document, latest_job: Job | None) -> dict[str, Any]:
         "size_bytes": document.size_bytes,
         "page_count": document.page_count,
         "ocr_languages": document.ocr_languages,
+        "metadata": document.user_metadata or {},
         "created_at": iso_time(document.created_at),
         "deleted": document.deleted_at is not None,
         "latest_job": job_body(latest_job) if latest_job is not None else None,

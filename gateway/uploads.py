@@ -86,11 +86,16 @@ def inspect(uploads: list[FileStorage], limit_bytes: int) -> list[IncomingFile]:
 
 
 def fingerprint(
-    files: list[IncomingFile], callback_url: str | None, force: bool, ocr_languages: str | None = None
+    files: list[IncomingFile],
+    callback_url: str | None,
+    force: bool,
+    ocr_languages: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> str:
     """What makes two requests "the same" for an Idempotency-Key."""
     parts = [[f.filename, f.sha256, f.size, f.error.code if f.error else None] for f in files]
     request = [parts, callback_url, force] + ([ocr_languages] if ocr_languages else [])
+    request += [metadata] if metadata is not None else []
     return hashlib.sha256(json.dumps(request).encode()).hexdigest()
 
 
@@ -118,16 +123,25 @@ def accept(
     callback_url: str | None,
     force: bool,
     ocr_languages: str | None = None,
+    metadata: dict[str, Any] | None = None,
 ) -> None:
     """Create the documents and jobs for the acceptable files; fills each file's outcome.
 
     New documents are read in `ocr_languages` (checked by the caller), else the tenant's languages,
     else the service's; a forced new job for an existing document takes `ocr_languages` when given.
+    `metadata` (checked by the caller) goes the same way: on new documents, and replacing a forced
+    one's; a duplicate keeps its own (PATCH changes it).
     """
     for attempt in range(2):
         try:
             _accept_once(
-                svc, tenant_id, files, callback_url=callback_url, force=force, ocr_languages=ocr_languages
+                svc,
+                tenant_id,
+                files,
+                callback_url=callback_url,
+                force=force,
+                ocr_languages=ocr_languages,
+                metadata=metadata,
             )
             return
         except IntegrityError:
@@ -150,6 +164,7 @@ def _accept_once(
     callback_url: str | None,
     force: bool,
     ocr_languages: str | None,
+    metadata: dict[str, Any] | None,
 ) -> None:
     valid = [f for f in files if f.error is None]
     existing = _live_documents(svc, tenant_id, {f.sha256 for f in valid})
@@ -192,13 +207,16 @@ def _accept_once(
                         size_bytes=item.size,
                         object_key=item.object_key,
                         ocr_languages=languages,
+                        user_metadata=metadata or {},
                     )
                 )
             session.flush()
-            for item in forced if ocr_languages else []:
+            for item in forced if ocr_languages or metadata is not None else []:
                 document = session.get(Document, item.document_id)
                 if document is not None:
-                    document.ocr_languages = ocr_languages
+                    document.ocr_languages = ocr_languages or document.ocr_languages
+                    if metadata is not None:
+                        document.user_metadata = metadata
             for item in [*new_files, *forced]:
                 assert item.document_id
                 job = operations.create_job(

@@ -12,7 +12,7 @@ from typing import Any
 import dramatiq
 from dramatiq.broker import Broker
 
-from ingest_worker import deletion, stage_io, webhooks
+from ingest_worker import deletion, metadata, stage_io, webhooks
 from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.ocr import page_ranges
 from ingest_worker.resources import current
@@ -40,6 +40,7 @@ STAGE_POLICIES: dict[str, tuple[RetryPolicy, int]] = {
     "index": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
     "finalize": (RetryPolicy(5, 1 * SECOND_MS, 1 * MINUTE_MS), 2 * MINUTE_MS),
     "delete": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
+    "metadata": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
 }
 
 
@@ -77,6 +78,7 @@ WORK: dict[str, StageWork] = {
     "index": stage_io.index,
     "finalize": stage_io.finalize,
     "delete": deletion.delete_document,
+    "metadata": metadata.apply_metadata,
 }
 
 
@@ -114,7 +116,7 @@ ACTORS = (
         _stage_actor(stage, work, lane)
         for lane in LANES
         for stage, work in WORK.items()
-        if not (lane == "bulk" and stage == "delete")
+        if not (lane == "bulk" and stage in ("delete", "metadata"))
     ),
     *(_range_actor(lane) for lane in LANES),
     webhooks.deliver_webhook,

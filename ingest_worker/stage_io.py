@@ -18,6 +18,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
+from ingest_worker import metadata
 from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
@@ -180,6 +181,7 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
     with res.db.transaction() as session:
         row = session.get(Job, job.id)
         assert row is not None and row.embedding_model is not None and row.embedding_dim is not None
+        document = session.get(Document, job.document_id)
         origin = PointOrigin(
             tenant_id=job.tenant_id,
             document_id=job.document_id,
@@ -188,6 +190,8 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
             embedding_model=row.embedding_model,
             extractor_version=row.extractor_version,
             chunker_version=row.chunker_version,
+            # Read now, not at upload: a change made while the job ran is in its points.
+            metadata=dict((document.user_metadata if document else None) or {}),
         )
         dimension, version = row.embedding_dim, row.index_version
     store = res.vectors
@@ -210,6 +214,9 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
     store.delete(
         collection, job.tenant_id, keep_job_id=job.id, document_id=job.document_id, index_version=version
     )
+    # A metadata change committed since the read above: its job may have written before these points
+    # existed, so write the newest value again (ingest_worker/metadata.py).
+    metadata.settle(res, job.tenant_id, job.document_id, [collection], origin.metadata)
     return StageResult(fields={"points": written})
 
 

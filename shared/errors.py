@@ -191,6 +191,11 @@ class InvalidCallbackUrlError(InvalidRequestError):
     message = "callback_url must be an absolute http(s) URL."
 
 
+class InvalidMetadataError(InvalidRequestError):
+    code = "invalid_metadata"
+    message = "metadata must be a JSON object of strings, numbers, booleans or lists of them."
+
+
 class CallbackUrlNotAllowedError(PermanentError):
     code = "callback_url_not_allowed"
     message = "The callback URL points at a loopback, private, link-local or otherwise non-public address."

@@ -17,9 +17,13 @@ def get_job(session: Session, job_id: str, *, tenant_id: str | None = None) -> J
 
 
 def latest_job_of_document(session: Session, document_id: str) -> Job | None:
-    """The document's latest upload or delete job (reindex jobs are the operator's, not the client's)."""
+    """The document's latest upload or delete job (reindex jobs are the operator's, not the client's;
+    a metadata job changes no content)."""
     return session.scalars(
         select(Job)
-        .where(Job.document_id == document_id, Job.kind != JobKind.REINDEX.value)
+        .where(
+            Job.document_id == document_id,
+            Job.kind.notin_([JobKind.REINDEX.value, JobKind.METADATA.value]),
+        )
         .order_by(Job.created_at.desc())
     ).first()

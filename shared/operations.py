@@ -7,6 +7,8 @@ written together.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
@@ -143,3 +145,13 @@ def delete_document(session: Session, document: Document) -> Job:
             cancel_job(session, job)
     session.flush()
     return create_job(session, tenant_id=document.tenant_id, document_id=document.id, kind=JobKind.DELETE)
+
+
+def change_metadata(session: Session, document: Document, metadata: dict[str, Any]) -> Job:
+    """Replace the document's metadata (checked by the caller) and queue the job that writes it into
+    its points' payload. The job reads the metadata when it runs, so the newest change wins."""
+    if document.deleted_at is not None:
+        raise ConflictError("The document is deleted.", code="document_deleted")
+    document.user_metadata = metadata
+    session.flush()
+    return create_job(session, tenant_id=document.tenant_id, document_id=document.id, kind=JobKind.METADATA)

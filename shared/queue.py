@@ -22,14 +22,20 @@ logger = logging.getLogger(__name__)
 
 STAGES: tuple[str, ...] = ("validate", "extract", "ocr", "chunk", "embed", "index", "finalize")
 DELETE_STAGES: tuple[str, ...] = ("delete",)
+METADATA_STAGES: tuple[str, ...] = ("metadata",)
 # The stages each kind of job runs, in order.
-PIPELINES: dict[str, tuple[str, ...]] = {"ingest": STAGES, "delete": DELETE_STAGES}
+PIPELINES: dict[str, tuple[str, ...]] = {
+    "ingest": STAGES,
+    "delete": DELETE_STAGES,
+    "metadata": METADATA_STAGES,
+}
 
 QUEUE_INGEST = "ingest"
 QUEUE_OCR = "ocr"
 # The index and finalize stages have their own queue so that, with a local Qdrant folder, one
 # single-threaded process alone owns that folder (ARCHITECTURE §2); finalize may delete the points
-# of a job cancelled after indexing, so it must be able to open the folder too.
+# of a job cancelled after indexing, so it must be able to open the folder too, and so must the
+# delete and metadata stages, which delete points or rewrite their payload.
 QUEUE_INDEX = "index"
 # Bulk work (reindex) and webhook deliveries get queues of their own, so each can get its own pool.
 # A reindex job's index and finalize stages open the vector store, so they have a bulk queue of
@@ -61,12 +67,13 @@ ACTOR_FOR_STAGE: dict[str, str] = {
     "index": "index_chunks",
     "finalize": "finalize_job",
     "delete": "delete_document",
+    "metadata": "apply_metadata",
 }
 QUEUE_FOR_STAGE: dict[str, str] = {
     stage: QUEUE_OCR
     if stage == "ocr"
     else QUEUE_INDEX
-    if stage in ("index", "finalize", "delete")
+    if stage in ("index", "finalize", "delete", "metadata")
     else QUEUE_INGEST
     for stage in ACTOR_FOR_STAGE
 }

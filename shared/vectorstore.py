@@ -202,3 +202,13 @@ class VectorStore:
     def close(self) -> None:
         with self._lock:
             self.client.close()
+
+    def set_document_metadata(
+        self, name: str, tenant_id: str, document_id: str, metadata: dict[str, Any]
+    ) -> None:
+        """Replace the `metadata` payload key of the tenant's points of the document (every job's,
+        every index version's) with `metadata`, leaving their vectors and other keys as they are."""
+        if not self._call(self.client.collection_exists, name):
+            return
+        selector = models.FilterSelector(filter=self._scope(tenant_id, must=[("document_id", document_id)]))
+        self._call(self.client.set_payload, name, payload={"metadata": metadata}, points=selector, wait=True)

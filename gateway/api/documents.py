@@ -1,4 +1,5 @@
-"""Documents: upload (202 with a job at once), list, read and delete the caller's documents."""
+"""Documents: upload (202 with a job at once), list, read, change the metadata of and delete the
+caller's documents."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from gateway.representations import document_body
 from gateway.schemas.common import ListArgsSchema
 from gateway.schemas.documents import (
     DocumentListSchema,
+    DocumentMetadataSchema,
     DocumentSchema,
     IdempotencyHeaderSchema,
     UploadFormSchema,
@@ -24,7 +26,7 @@ from gateway.schemas.documents import (
 )
 from gateway.schemas.jobs import JobSchema
 from gateway.services import services
-from shared import ocr_languages, operations
+from shared import document_metadata, ocr_languages, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
@@ -51,6 +53,13 @@ def _ocr_languages() -> str | None:
     return (
         None if value is None else ocr_languages.checked(value, services().settings.ocr_available_languages)
     )
+
+
+def _metadata() -> dict[str, Any] | None:
+    """The upload's metadata form field (a JSON object), refused with 400 `invalid_metadata` unless
+    valid (shared/document_metadata.py); None when absent."""
+    value = request.form.get("metadata")
+    return None if value is None else document_metadata.parse(value)
 
 
 def _file_parts() -> list[Any]:
@@ -111,6 +120,7 @@ def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
     parts = _file_parts()
     callback_url = _callback_url()
     languages = _ocr_languages()
+    metadata = _metadata()
     limit_mb = g.caller.max_upload_mb or svc.settings.max_upload_mb
     files = uploads.inspect(parts, limit_mb * 1024 * 1024)
     if idempotency_key:
@@ -118,12 +128,20 @@ def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
             svc.db.sessions,
             tenant_id,
             idempotency_key,
-            uploads.fingerprint(files, callback_url, force, languages),
+            uploads.fingerprint(files, callback_url, force, languages, metadata),
         )
         if stored is not None:
             return _replay(stored)
     try:
-        uploads.accept(svc, tenant_id, files, callback_url=callback_url, force=force, ocr_languages=languages)
+        uploads.accept(
+            svc,
+            tenant_id,
+            files,
+            callback_url=callback_url,
+            force=force,
+            ocr_languages=languages,
+            metadata=metadata,
+        )
         answer = _answer(files)
     except BaseException:
         if idempotency_key:
@@ -186,4 +204,20 @@ def delete_document(document_id: str) -> Any:
                 raise NotFoundError("No such document.") from None
             raise
         body = job_body(job)
+    return body, 202, {"Location": url_for("jobs.get_job", job_id=body["job_id"])}
+
+
+@blp.route("/v1/documents/<document_id>", methods=["PATCH"])
+@tenant_required
+@blp.arguments(DocumentMetadataSchema)
+@blp.response(202, JobSchema)
+def change_document_metadata(args: dict[str, Any], document_id: str) -> Any:
+    """Replace a document's metadata: at once on the document, and a job writes it into the payload
+    of its points (no re-embedding)."""
+    metadata = document_metadata.checked(args["metadata"])
+    with services().db.transaction() as session:
+        document = _own_document(session, document_id)
+        if document.deleted_at is not None:
+            raise NotFoundError("No such document.")
+        body = job_body(operations.change_metadata(session, document, metadata))
     return body, 202, {"Location": url_for("jobs.get_job", job_id=body["job_id"])}

@@ -9,7 +9,8 @@ from gateway.schemas.jobs import ErrorSchema, JobSchema
 
 
 class UploadFormSchema(Schema):
-    """multipart/form-data: one or several `file` parts, and an optional callback URL."""
+    """multipart/form-data: one or several `file` parts, and optional callback URL, OCR languages and
+    metadata."""
 
     file = fields.List(fields.Raw(metadata={"type": "string", "format": "binary"}), required=True)
     callback_url = fields.String(metadata={"description": "http(s) URL that receives the job's events"})
@@ -17,6 +18,13 @@ class UploadFormSchema(Schema):
         metadata={
             "description": "tesseract languages for scanned pages, joined by '+' ('deu+eng'); default:"
             " the tenant's, else the service's"
+        }
+    )
+    metadata = fields.String(
+        metadata={
+            "description": "a JSON object of at most 8 KB: keys of 1-64 letters, digits or underscores;"
+            " values strings, numbers, booleans or lists of them. Copied into every chunk's search"
+            " payload under `metadata`"
         }
     )
 
@@ -72,6 +80,9 @@ class DocumentSchema(Schema):
     ocr_languages = fields.String(
         allow_none=True, metadata={"description": "the tesseract languages its scanned pages are read in"}
     )
+    metadata = fields.Dict(
+        keys=fields.String(), metadata={"description": "the client's metadata ({} when none was given)"}
+    )
     created_at = fields.String()
     deleted = fields.Boolean()
     latest_job = fields.Nested(JobSchema, allow_none=True)
@@ -88,3 +99,16 @@ class DocumentSchema(Schema):
 class DocumentListSchema(Schema):
     items = fields.List(fields.Nested(DocumentSchema), required=True)
     next_cursor = fields.String(allow_none=True)
+
+
+class DocumentMetadataSchema(StrictSchema):
+    """PATCH body: the document's new metadata, replacing the old as a whole ({} clears it)."""
+
+    metadata = fields.Dict(
+        keys=fields.String(),
+        required=True,
+        metadata={
+            "description": "a JSON object of at most 8 KB: keys of 1-64 letters, digits or underscores;"
+            " values strings, numbers, booleans or lists of them"
+        },
+    )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ingest_worker.stages.artifacts import Chunk
@@ -22,6 +22,9 @@ class PointOrigin:
     embedding_model: str
     extractor_version: str | None
     chunker_version: str | None
+    # The document's metadata as read at upsert time; kept under one payload key so that none of
+    # its keys can overwrite the payload's own.
+    metadata: dict[str, Any] = field(default_factory=dict)
 
 
 def point_id(job_id: str, chunk_index: int) -> str:
@@ -49,6 +52,7 @@ def index_points(chunks: list[Chunk], origin: PointOrigin) -> tuple[list[str], l
             "embedding_model": origin.embedding_model,
             "extractor_version": origin.extractor_version,
             "chunker_version": origin.chunker_version,
+            "metadata": dict(origin.metadata),
         }
         for c in chunks
     ]

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import BigInteger, DateTime, ForeignKey, Index, Integer, String, text
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from shared.models.base import Base, new_id, utcnow
@@ -36,5 +37,9 @@ class Document(Base):
     # tenant's, else the service's), so retries and reindexes read it the same way. NULL on documents
     # uploaded before languages were chosen: the service's default.
     ocr_languages: Mapped[str | None] = mapped_column(String(100))
+    # The client's metadata (checked by shared.document_metadata), copied into every point's payload
+    # under `metadata`. The attribute cannot be called `metadata` (SQLAlchemy's), the column is.
+    # NULL on documents uploaded before metadata existed: shown as {}.
+    user_metadata: Mapped[dict[str, Any] | None] = mapped_column("metadata", JSON)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime)

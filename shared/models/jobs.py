@@ -16,6 +16,8 @@ class JobKind(StrEnum):
     INGEST = "ingest"
     REINDEX = "reindex"
     DELETE = "delete"
+    # Writes a document's changed metadata into its points' payload (no re-embedding).
+    METADATA = "metadata"
 
 
 class JobStatus(StrEnum):

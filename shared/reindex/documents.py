@@ -57,7 +57,8 @@ def document_states(session: Session, reindex: Reindex) -> dict[str, DocumentSta
         .where(
             Job.tenant_id == reindex.tenant_id,
             Job.document_id.in_(live),
-            Job.kind != JobKind.DELETE.value,
+            # Neither makes content a reindex could start from.
+            Job.kind.notin_([JobKind.DELETE.value, JobKind.METADATA.value]),
         )
         .order_by(Job.created_at)
     )
