@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
 import httpx
 
 from ingest_client.admin import AdminCalls
+from ingest_client.documents import DocumentCalls
 from ingest_client.errors import ApiError
 from ingest_client.events import Follower
 from ingest_client.http import Http
@@ -28,7 +30,7 @@ def _read(source: Source) -> tuple[str, bytes]:
     return path.name, path.read_bytes()
 
 
-class Client(AdminCalls):
+class Client(AdminCalls, DocumentCalls):
     """A client for one API key (a tenant's, or an admin's for the admin calls). Use it as a context
     manager, or call `close()`. `transport` lets tests (or a proxy set-up) supply httpx's transport;
     `sleep` is how it waits between retries, reconnections and polls."""
@@ -73,13 +75,16 @@ class Client(AdminCalls):
         *,
         callback_url: str | None = None,
         ocr_languages: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
         force: bool = False,
     ) -> list[UploadResult]:
         """Upload each file in its own request under an Idempotency-Key of its own, kept across the
         retries of a 429 or 503, so a retry never makes a second job. A file the service refuses gets
         its ApiError in its result; the others go on."""
         return [
-            self.upload_one(source, callback_url=callback_url, ocr_languages=ocr_languages, force=force)
+            self.upload_one(
+                source, callback_url=callback_url, ocr_languages=ocr_languages, metadata=metadata, force=force
+            )
             for source in sources
         ]
 
@@ -89,13 +94,17 @@ class Client(AdminCalls):
         *,
         callback_url: str | None = None,
         ocr_languages: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
         force: bool = False,
         idempotency_key: str | None = None,
     ) -> UploadResult:
-        """Upload one file (see `upload`)."""
+        """Upload one file (see `upload`); `metadata` is a flat JSON object the document and its
+        points carry."""
         name, content = _read(source)
         key = idempotency_key or f"ingest-client-{uuid.uuid4()}"
         form = {k: v for k, v in (("callback_url", callback_url), ("ocr_languages", ocr_languages)) if v}
+        if metadata is not None:
+            form["metadata"] = json.dumps(dict(metadata))
         try:
             body = self.http.json(
                 "POST",
