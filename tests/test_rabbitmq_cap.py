@@ -58,8 +58,9 @@ def test_two_worker_processes_on_rabbitmq_never_exceed_a_tenants_cap(
     try:
         # When one tenant sends a burst that would keep all eight threads busy
         for n in range(MESSAGES):
+            options = {"tenant_id": "acme"}
             message: dramatiq.Message[Any] = dramatiq.Message(
-                queue_name=PROBE_QUEUE, actor_name="probe", args=(n,), kwargs={}, options={"tenant_id": "acme"}
+                queue_name=PROBE_QUEUE, actor_name="probe", args=(n,), kwargs={}, options=options
             )
             broker.enqueue(message)
         deadline = time.monotonic() + 90
