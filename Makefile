@@ -13,11 +13,11 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run up down test fuzz bench chaos lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
+.PHONY: run up down test test-rabbitmq fuzz bench chaos lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
-	@echo "make test     - the whole test suite"
+	@echo "make test     - the whole test suite, on Redis (make test-rabbitmq: the broker tests on RabbitMQ)"
 	@echo "make fuzz     - the API fuzzed from its OpenAPI document, randomized (FUZZ_REQUESTS=10000 per database)"
 	@echo "make lint     - ruff and mypy"
 	@echo "make bench    - benchmarks, saved to docs/benchmarks.md (BENCH=accept,hops runs some parts; QUICK=1)"
@@ -45,12 +45,13 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt client/pyproject.toml
 
 # Debian packages. The service needs tesseract and its language packs (OCR_LANGS; Debian's packs are the
 # 4.1 "fast" models); the tests also use poppler-utils (pdftotext, an independent reference extractor),
-# the DejaVu fonts they draw with, and jq, which the documented curl lines use. Each missing package is
-# installed with apt-get when this user may, even when tesseract itself is already there; elsewhere the
-# target says what to install.
+# the DejaVu fonts they draw with, jq, which the documented curl lines use, and rabbitmq-server, of
+# which the RabbitMQ tests start a private node (the machine's own node is never used). Each missing
+# package is installed with apt-get when this user may, even when tesseract itself is already there;
+# elsewhere the target says what to install.
 OCR_LANGS ?= eng deu fra spa ita por
 RUNTIME_DEBS := tesseract-ocr $(addprefix tesseract-ocr-,$(OCR_LANGS))
-TEST_DEBS := poppler-utils fonts-dejavu-core jq
+TEST_DEBS := poppler-utils fonts-dejavu-core jq rabbitmq-server
 define ensure_debs
 	@missing=""; \
 	if command -v dpkg-query >/dev/null 2>&1; then \
@@ -85,7 +86,12 @@ run: $(RUNTIME_STAMP) tesseract model
 	INGEST_PORT=$(PORT) $(PY) deploy/embedded.py
 
 test: $(DEV_STAMP) test-debs model
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not rabbitmq" $(PYTEST_ARGS)
+
+# The broker-dependent tests again on RabbitMQ, against a private node the tests start on free ports
+# (tests/rabbitmq_server.py); kept apart so `make test` stays as long as it was. CI runs both.
+test-rabbitmq: $(DEV_STAMP) test-debs model
+	$(PY) -m pytest -m rabbitmq $(PYTEST_ARGS)
 
 # Property-based fuzzing of the whole API from its OpenAPI document (tests/api_fuzz.py), randomized and
 # long: at least FUZZ_REQUESTS generated requests on each database (SQLite, then the PostgreSQL server

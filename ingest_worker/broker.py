@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 import dramatiq
+import redis
 from dramatiq.broker import Broker
 from dramatiq.middleware import (
     Callbacks,
@@ -16,12 +17,13 @@ from dramatiq.middleware import (
 )
 
 from ingest_worker.middleware.current_broker import CurrentBroker
+from ingest_worker.middleware.delay_hops import DelayHops
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.log_context import LogContext
 from ingest_worker.middleware.outbox_relay import OutboxRelay
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.stage_metrics import StageMetrics
-from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, TenantConcurrency
+from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, SlotStore, TenantConcurrency
 from ingest_worker.ocr.language_check import check_ocr_languages
 from ingest_worker.reindex.version_purge import VersionPurge
 from ingest_worker.resources import current
@@ -51,10 +53,32 @@ def worker_middleware(metrics_port: int = 0) -> list[dramatiq.Middleware]:
     ]
 
 
-def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
-    """The per-tenant cap, sharing its slots through Redis when Redis is the broker."""
+def slot_store(broker: Broker, settings: Settings) -> SlotStore:
+    """Where the per-tenant cap keeps its slots: the broker's Redis, the Redis of
+    `tenant_slots_redis_url` beside another broker (RabbitMQ), or this process's memory for the
+    in-process broker. Shared slots are what make the cap hold across processes and hosts."""
     client = getattr(broker, "client", None)
-    slots = RedisSlots(client, settings.broker_namespace) if client is not None else LocalSlots()
+    if settings.tenant_slots_redis_url:
+        client = redis.Redis.from_url(
+            settings.tenant_slots_redis_url,
+            socket_connect_timeout=settings.broker_timeout_s,
+            socket_timeout=max(settings.broker_timeout_s, 10.0),
+            health_check_interval=30,
+        )
+    if client is not None:
+        return RedisSlots(client, settings.broker_namespace)
+    if settings.broker_url and (settings.tenant_max_concurrency > 0 or settings.bulk_max_concurrency > 0):
+        # Per-process slots would let each worker process run `cap` messages of a tenant.
+        raise ValueError(
+            "the per-tenant cap needs INGEST_TENANT_SLOTS_REDIS_URL with a broker other than Redis "
+            "(or INGEST_TENANT_MAX_CONCURRENCY=0 and INGEST_BULK_MAX_CONCURRENCY=0)"
+        )
+    return LocalSlots()
+
+
+def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
+    """The per-tenant cap, its slots shared by every worker process (see `slot_store`)."""
+    slots = slot_store(broker, settings)
     return TenantConcurrency(
         slots,
         cap=settings.tenant_max_concurrency,
@@ -68,6 +92,8 @@ def tenant_concurrency(broker: Broker, settings: Settings) -> TenantConcurrency:
 def build_broker(settings: Settings, *, metrics_port: int = 0) -> Broker:
     """The broker the settings name, with the worker's middleware."""
     broker = make_broker(settings, middleware=worker_middleware(metrics_port))
+    # Before the cap: a message not yet due goes back without taking its tenant's slot.
+    broker.add_middleware(DelayHops())
     broker.add_middleware(tenant_concurrency(broker, settings))
     broker.add_middleware(HandOffs(lambda: current(settings)))
     broker.add_middleware(OutboxRelay(lambda: current(settings)))

@@ -200,9 +200,11 @@ def make_broker(settings: Settings, middleware: list[Middleware] | None = None) 
             maintenance_chance=settings.redis_maintenance_chance,
         )
     elif url.startswith(("amqp://", "amqps://")):
-        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+        from shared.rabbitmq import HoppingRabbitmqBroker
 
-        broker = RabbitmqBroker(url=url, middleware=middleware)
+        broker = HoppingRabbitmqBroker(
+            url=url, middleware=middleware, max_hold_ms=settings.rabbitmq_max_hold_s * 1000
+        )
     else:
         raise ValueError(f"unsupported INGEST_BROKER_URL scheme: {url.split(':', 1)[0]}")
     for queue in QUEUES:

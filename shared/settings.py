@@ -33,11 +33,15 @@ class Settings(DerivedSettings):
     broker_namespace: str = "dramatiq"
     # Redis broker: seconds without a heartbeat after which a dead worker's messages are requeued.
     redis_heartbeat_timeout_s: int = 15
-    # Chance (of 1,000,000) that a Redis consumer runs the broker's maintenance, which requeues a dead
-    # worker's messages, on a fetch; Dramatiq's 1,000 takes minutes, 2% left a tail of over a minute.
+    # Chance (of 1,000,000) that a Redis fetch runs the maintenance that requeues a dead worker's
+    # messages; Dramatiq's 1,000 takes minutes, 2% left a tail of over a minute.
     redis_maintenance_chance: int = 100_000
     # Longest pause of an idle Redis consumer between polls: how long a stage handed on may wait.
     redis_poll_max_ms: int = 1000
+    # Redis of the per-tenant cap's slots when the broker is not Redis (RabbitMQ); empty: the broker's.
+    tenant_slots_redis_url: str = ""
+    # RabbitMQ: longest a delay is held unacknowledged (longer ones go in hops), under consumer_timeout.
+    rabbitmq_max_hold_s: int = 600
 
     # Object storage (uploads and stage artifacts).
 
@@ -151,8 +155,7 @@ class Settings(DerivedSettings):
     ocr_threads: int = 1
     # Tesseract processes one OCR stage runs at once (each on one core).
     ocr_parallelism: int = 2
-    # A job with more pages than this to OCR is split into ranges of this many pages, each its own
-    # message, so several workers read one scan at once (0: never split).
+    # More pages than this to OCR are read in ranges of this many, one message each (0: never split).
     ocr_range_pages: int = 8
     # A page with fewer characters of text layer than this is read by OCR.
     ocr_min_chars_per_page: int = 20
@@ -163,8 +166,7 @@ class Settings(DerivedSettings):
     job_deadline_per_page_s: int = 30
     # Messages of one tenant processed at once across every worker (0: no cap).
     tenant_max_concurrency: int = 2
-    # Reindex (bulk) messages processed at once across every worker (0: no cap), so a reindex
-    # never takes every worker from interactive uploads.
+    # Reindex (bulk) messages processed at once across every worker (0: no cap), to leave uploads some.
     bulk_max_concurrency: int = 1
     # Unfinished jobs of one reindex at once: the maintenance loop creates the next ones as these end.
     reindex_window: int = 8
@@ -206,8 +208,7 @@ class Settings(DerivedSettings):
     webhook_min_backoff_s: float = 5.0
     # Longest wait between two attempts.
     webhook_max_backoff_s: float = 3600.0
-    # At most one progress event (`job.stage_completed`, `job.progress`) per job and endpoint this often
-    # (0: every one; other events: always).
+    # At most one progress event per job and endpoint this often (0: every one; other events: always).
     webhook_progress_interval_s: float = 2.0
     # A delivery handed to the broker but not attempted after this long is published again.
     webhook_republish_after_s: int = 300
@@ -236,9 +237,8 @@ class Settings(DerivedSettings):
     # One JSON object per log line, carrying job_id, tenant_id and message_id.
     log_json: bool = False
 
-    # The production process layout (deploy/topology.py). Gunicorn serves the gateway, and one
-    # `dramatiq` pool serves each family of queues. Without a Qdrant URL the index pool is always
-    # 1 process x 1 thread.
+    # The production process layout (deploy/topology.py): gunicorn serves the gateway, one `dramatiq`
+    # pool each family of queues. Without a Qdrant URL the index pool is always 1 process x 1 thread.
 
     # Gunicorn worker processes of the gateway.
     gateway_workers: int = 2

@@ -135,6 +135,37 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         yield info
 
 
+@pytest.fixture(scope="session")
+def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A private RabbitMQ node (its own name, ports and files) for the whole run, stopped at the end."""
+    from tests.rabbitmq_server import running_rabbitmq, server_script
+
+    if server_script() is None:
+        missing_service("the rabbitmq-server package (make test-debs installs it)")
+    with running_rabbitmq(tmp_path_factory.mktemp("rabbitmq")) as node:
+        yield node
+
+
+@pytest.fixture
+def rabbitmq_url(rabbitmq_node: Any) -> Iterator[str]:
+    """The private node's URL; the contract's queues are deleted after each test."""
+    from shared.queue import QUEUES
+
+    yield rabbitmq_node.url
+    if rabbitmq_node.process is not None:
+        rabbitmq_node.delete_queues(set(QUEUES))
+
+
+@pytest.fixture(params=["redis", pytest.param("rabbitmq", marks=pytest.mark.rabbitmq)])
+def broker_fields(request: pytest.FixtureRequest, redis_url: str, broker_namespace: str) -> dict[str, str]:
+    """Settings fields for each real broker: Redis, then RabbitMQ with the tenant slots in Redis."""
+    fields = {"broker_namespace": broker_namespace}
+    if request.param == "redis":
+        return {**fields, "broker_url": redis_url}
+    url = request.getfixturevalue("rabbitmq_url")
+    return {**fields, "broker_url": url, "tenant_slots_redis_url": redis_url}
+
+
 # --- The gateway on the embedded defaults, with the in-process broker and no worker -----------
 
 

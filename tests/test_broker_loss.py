@@ -69,3 +69,45 @@ def test_every_job_completes_after_redis_is_flushed_mid_burst(settings: Settings
         store = resources.vectors
         collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
         assert chunks == points == store.client.count(collection, exact=True).count
+
+
+@pytest.mark.rabbitmq
+def test_every_job_completes_after_rabbitmq_is_restarted_mid_burst(
+    settings: Settings, rabbitmq_node: Any, rabbitmq_url: str, redis_url: str
+) -> None:
+    settings = settings.replace(
+        broker_url=rabbitmq_url,
+        tenant_slots_redis_url=redis_url,
+        handoff_stall_s=3,
+        lease_s=3,
+        maintenance_interval_s=0.5,
+        tenant_max_concurrency=0,
+        bulk_max_concurrency=0,
+    )
+    with in_process_service(settings, threads=2, maintenance=True) as service:
+        resources = service.resources
+        client: Any = service.app.test_client()
+        key = tenant_key(service.app, "acme")
+        # Given a burst of uploads being processed
+        for n in range(JOBS // 2):
+            body = io.BytesIO(text_pdf([f"Burst document number {n}, one of fifty."]))
+            response = client.post("/v1/documents", headers=auth(key), data={"file": (body, "b.pdf")})
+            assert response.status_code == 202
+        deadline = time.monotonic() + 60
+        while count(resources, "completed") < 5 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        # When the RabbitMQ node is stopped and started again
+        rabbitmq_node.restart()
+        restarted_at = time.monotonic()
+        # Then every job still completes, with one point per chunk
+        deadline = time.monotonic() + 180
+        while count(resources, "completed") < JOBS // 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        print(f"all jobs completed {time.monotonic() - restarted_at:.1f}s after the restart")
+        assert count(resources, "completed") == JOBS // 2
+        with resources.db.transaction() as session:
+            chunks = session.scalar(select(func.sum(Job.chunks)))
+            points = session.scalar(select(func.sum(Job.points)))
+        store = resources.vectors
+        collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
+        assert chunks == points == store.client.count(collection, exact=True).count

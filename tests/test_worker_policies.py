@@ -74,14 +74,14 @@ class Service:
 
 @pytest.fixture
 def service(
-    settings: Settings, redis_url: str, broker_namespace: str, monkeypatch: pytest.MonkeyPatch
+    settings: Settings, broker_fields: dict[str, str], monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Service]:
-    """The worker in this process on the real Redis broker, embedding through the scripted server."""
+    """The worker in this process on each real broker (Redis, RabbitMQ), embedding through the
+    scripted server."""
     monkeypatch.setitem(actors.STAGE_POLICIES, "embed", (FAST_EMBED, actors.STAGE_POLICIES["embed"][1]))
     with OpenAIServer() as provider:
         settings = settings.replace(
-            broker_url=redis_url,
-            broker_namespace=broker_namespace,
+            **broker_fields,
             embedder="openai",
             openai_api_key=provider.api_key,
             openai_base_url=provider.base_url,

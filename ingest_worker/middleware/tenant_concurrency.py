@@ -2,7 +2,8 @@
 
 Over the cap, a message goes back to its queue with a short delay and is skipped, without spending
 a retry, so one tenant's burst cannot hold every worker while another tenant waits. Slots live in
-Redis when Redis is the broker (shared by all workers) and in memory otherwise (one process).
+Redis (shared by all workers): the broker's, or the one `tenant_slots_redis_url` names beside a
+RabbitMQ broker; only the in-process broker of the embedded topology keeps them in memory.
 Every slot expires by itself unless the worker holding it renews it (a thread of each worker process
 renews its slots every third of their lifetime), so one held by a killed worker comes back within a
 lifetime, as its job's lease does, while a long stage keeps its slot as long as it runs.
