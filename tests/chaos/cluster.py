@@ -26,6 +26,7 @@ from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.chaos.servers import PrivatePostgres, PrivateRedis, RestartableS3, free_port
 from tests.openai_server import OpenAIServer
+from tests.rabbitmq_server import RabbitNode, running_rabbitmq
 
 ROOT = Path(__file__).resolve().parents[2]
 # The worker pools of the topology the failure matrix breaks (bulk and webhooks have no work here).
@@ -100,6 +101,8 @@ class Cluster:
         ).replace(**{**embedder, **overrides})
         self.topology = Topology(specs(self.settings), workdir / "logs")
         self.db: Database | None = None
+        # The private RabbitMQ node when the messages travel through one (see running_cluster).
+        self.rabbitmq: RabbitNode | None = None
 
     # --- servers and processes --------------------------------------------------------------
 
@@ -163,10 +166,21 @@ class Cluster:
 
 
 @contextlib.contextmanager
-def running_cluster(workdir: Path) -> Iterator[tuple[Cluster, OpenAIServer]]:
-    """A started cluster and its embeddings server, stopped with everything they started."""
-    with OpenAIServer() as provider:
-        cluster = Cluster(workdir, provider)
+def running_cluster(workdir: Path, *, broker: str = "redis") -> Iterator[tuple[Cluster, OpenAIServer]]:
+    """A started cluster and its embeddings server, stopped with everything they started. On
+    `broker="rabbitmq"` the messages travel through a private RabbitMQ node, the tenant cap's slots
+    still in the private Redis."""
+    with OpenAIServer() as provider, contextlib.ExitStack() as stack:
+        overrides: dict[str, Any] = {}
+        rabbitmq = None
+        if broker == "rabbitmq":
+            rabbitmq = stack.enter_context(running_rabbitmq(workdir))
+            overrides = {"broker_url": rabbitmq.url}
+        cluster = Cluster(workdir, provider, **overrides)
+        cluster.rabbitmq = rabbitmq
+        if rabbitmq is not None:
+            cluster.settings = cluster.settings.replace(tenant_slots_redis_url=cluster.redis.url)
+            cluster.topology = Topology(process_specs(cluster.settings), workdir / "logs")
         try:
             cluster.start()
             yield cluster, provider

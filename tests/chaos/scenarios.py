@@ -87,6 +87,8 @@ class Scenario:
     what: str
     run: Callable[[Context], list[Expected]]
     timeout_s: float = 180
+    # The broker the cluster of the scenario runs on.
+    broker: str = "redis"
 
 
 KILLS = 20
@@ -249,6 +251,15 @@ def cancellation_storm(ctx: Context) -> list[Expected]:
     return expected
 
 
+def rabbitmq_restart(ctx: Context) -> list[Expected]:
+    """The RabbitMQ node stopped and started again (its durable queues kept) in the middle of a burst."""
+    assert ctx.cluster.rabbitmq is not None
+    expected = ctx.good(20)
+    ctx.wait_for(lambda: ctx.count("completed") >= 3)
+    ctx.cluster.rabbitmq.restart()
+    return expected + ctx.good(3, prefix="after")
+
+
 SCENARIOS = (
     Scenario("worker_kills", f"{KILLS} SIGKILLs of a worker pool at random moments", worker_kills, 240),
     Scenario("redis_flush_restart", "Redis flushed and restarted mid-burst", redis_flush_restart),
@@ -258,5 +269,6 @@ SCENARIOS = (
     Scenario("hostile_storm", "each hostile file twice among good ones", hostile_storm),
     Scenario("duplicate_submissions", "5 documents sent 8 times at once each", duplicate_submissions),
     Scenario("cancellation_storm", "20 uploads cancelled at random moments", cancellation_storm),
+    Scenario("rabbitmq_restart", "RabbitMQ restarted mid-burst", rabbitmq_restart, broker="rabbitmq"),
 )
 CLEAN_UP: dict[str, Callable[[Context], None]] = {"flaky_provider": after_flaky_provider}
