@@ -242,10 +242,27 @@ class Publisher:
 
     def check(self) -> None:
         """Raise `BrokerUnavailableError` when the broker cannot be reached (readiness)."""
+        from dramatiq.brokers.rabbitmq import RabbitmqBroker
+
+        if isinstance(self.broker, RabbitmqBroker):
+            self._check_rabbitmq()
+            return
         client = getattr(self.broker, "client", None)
         if client is None:
             return
         try:
             client.ping()
         except (redis.RedisError, OSError) as exc:
+            raise BrokerUnavailableError() from exc
+
+    def _check_rabbitmq(self) -> None:
+        """A round trip on this thread's connection (opened if need be); a dead one is dropped so the
+        next check, or publish, connects afresh."""
+        import pika.exceptions
+
+        broker: Any = self.broker
+        try:
+            broker.connection.process_data_events(time_limit=0)
+        except (pika.exceptions.AMQPError, OSError) as exc:
+            del broker.connection
             raise BrokerUnavailableError() from exc
