@@ -140,16 +140,15 @@ def process_settings(
     settings: Settings,
     pg_server_url: str,
     pg_db: Database,
-    redis_url: str,
-    broker_namespace: str,
+    broker_fields: dict[str, str],
     tmp_path: Path,
 ) -> Settings:
-    """The production topology for worker processes: PostgreSQL, Redis, a local Qdrant folder owned
-    by the index pool, and the fake embedder (the worker processes import it by name)."""
+    """The production topology for worker processes: PostgreSQL, each real broker (Redis, then
+    RabbitMQ), a local Qdrant folder owned by the index pool, and the fake embedder (the worker
+    processes import it by name)."""
     return settings.replace(
         database_url=pg_server_url,
-        broker_url=redis_url,
-        broker_namespace=broker_namespace,
+        **broker_fields,
         qdrant_path=str(tmp_path / "qdrant"),
         lease_s=4,
         handoff_stall_s=5,
