@@ -24,12 +24,6 @@ from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.runner import StageResult, check_not_cancelled
 from ingest_worker.stage_progress import StageProgress
-from ingest_worker.stages.artifacts import (
-    chunks_from_json,
-    chunks_to_json,
-    pages_from_json,
-    pages_to_json,
-)
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.embed import embed_batches
 from ingest_worker.stages.extract import extract_pages
@@ -37,6 +31,13 @@ from ingest_worker.stages.index import PointOrigin, index_points
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
+from shared.artifacts import (
+    artifact_key,
+    chunks_from_json,
+    chunks_to_json,
+    pages_from_json,
+    pages_to_json,
+)
 from shared.embedders import Embedder
 from shared.errors import EmbeddingUnavailableError, PointCountMismatchError
 from shared.job_events import JobSnapshot
@@ -47,10 +48,6 @@ from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 # A failed embedding batch is tried again after a short pause; a provider asking for a longer one than
 # this gets it from the stage's own retry policy instead of a sleeping worker thread.
 BATCH_BACKOFF_MS = (200, 5000)
-
-
-def artifact_key(job_id: str, name: str) -> str:
-    return f"artifacts/{job_id}/{name}"
 
 
 def _input(res: Resources, job: JobSnapshot, stage: str, name: str) -> bytes:

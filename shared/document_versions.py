@@ -13,12 +13,10 @@ session and never commit.
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from shared.artifacts import artifact_key
 from shared.models import Document, Job, JobKind, JobStage, JobStatus, StageStatus, Tenant
 
 INDEXING_KINDS = (JobKind.INGEST.value, JobKind.REINDEX.value)
@@ -55,20 +53,4 @@ def artifact_key_of(session: Session, job: Job, stage: str, name: str) -> str:
     row = session.get(JobStage, (job.id, stage))
     if row is not None and row.artifact_key:
         return row.artifact_key
-    return f"artifacts/{job.id}/{name}"
-
-
-# The version of the pages and chunks artifacts this reader understands (the worker's
-# `ingest_worker.stages.artifacts.ARTIFACT_VERSION`, which a test keeps equal).
-ARTIFACT_VERSION = 1
-
-
-def read_artifact(data: bytes, kind: str) -> list[dict[str, Any]]:
-    """The items of a stored pages or chunks artifact (`kind` "pages" or "chunks"), as plain dicts."""
-    document = json.loads(data.decode("utf-8"))
-    if not isinstance(document, dict) or document.get("version") != ARTIFACT_VERSION:
-        raise ValueError(f"unsupported {kind} artifact version")
-    items = document.get(kind)
-    if not isinstance(items, list):
-        raise ValueError(f"{kind} artifact holds no {kind} list")
-    return items
+    return artifact_key(job.id, name)

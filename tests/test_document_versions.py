@@ -12,8 +12,7 @@ import pytest
 from sqlalchemy import select
 
 from ingest_worker.resources import Resources
-from ingest_worker.stages.artifacts import ARTIFACT_VERSION
-from shared import document_versions, jobs
+from shared import jobs
 from shared import reindex as reindexing
 from shared.errors import PermanentError
 from shared.models import Job, Reindex
@@ -137,13 +136,6 @@ def test_a_reingest_cancelled_after_indexing_leaves_nothing_indexed(service: InP
     # Then nothing is indexed, and the document says so rather than naming a version with no points
     assert points_of(service.resources, second["job_id"]) == 0
     assert document(client, key, first["document_id"])["indexed"] is None
-
-
-def test_the_gateway_reads_the_artifact_version_the_worker_writes() -> None:
-    # Given the version of the artifacts the worker writes
-    # When the shared reader is compared with it
-    # Then both agree, so the content endpoints never misread a pages or chunks artifact
-    assert document_versions.ARTIFACT_VERSION == ARTIFACT_VERSION
 
 
 def test_a_reindex_serves_its_version_only_once_it_flips(service: InProcess) -> None:

@@ -17,9 +17,9 @@ from ingest_worker import stage_io
 from ingest_worker.actors import STAGE_POLICIES, WORK
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
-from ingest_worker.stages.artifacts import Chunk
 from ingest_worker.stages.index import PointOrigin, index_points
 from shared import operations
+from shared.artifacts import Chunk
 from shared.models import Document, Job
 from shared.queue import HALT
 from shared.settings import Settings

@@ -18,7 +18,7 @@ import pytest
 from flask import Flask
 
 from ingest_worker.resources import Resources
-from ingest_worker.stages.artifacts import PageText, chunks_from_json, pages_from_json
+from shared.artifacts import PageText, chunks_from_json, pages_from_json
 from shared.models import JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant

@@ -17,7 +17,8 @@ from ingest_worker.maintenance import MaintenanceLoop
 from ingest_worker.ocr import page_ranges, stage_parts
 from ingest_worker.ocr.page_ranges import run_range
 from ingest_worker.runner import run_stage
-from ingest_worker.stages.artifacts import pages_from_json
+from shared import artifacts
+from shared.artifacts import pages_from_json
 from shared.db import Database
 from shared.models import JobStage, OutboxMessage, StagePart
 from shared.outbox import Relay
@@ -59,7 +60,7 @@ def test_a_twenty_page_scan_split_in_ranges_completes_with_one_hand_off(settings
             assert stage is not None and (stage.parts, stage.parts_done) == (4, 4)
         assert hand_offs_to(res.db, job_id, "chunk") == 1
         # And every page carries its own text
-        pages = pages_from_json(res.storage.get_bytes(stage_io.artifact_key(job_id, "pages-final.json")))
+        pages = pages_from_json(res.storage.get_bytes(artifacts.artifact_key(job_id, "pages-final.json")))
         assert [p.number for p in pages] == list(range(1, 21))
         for page, expected in zip(pages, SCAN_PAGES, strict=True):
             assert page.source == "ocr" and character_error_rate(expected, page.text) <= 0.03, page

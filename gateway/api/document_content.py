@@ -21,7 +21,8 @@ from gateway.content_disposition import attachment
 from gateway.schemas.common import ListArgsSchema
 from gateway.schemas.document_content import ChunkListSchema, DocumentTextSchema
 from gateway.services import services
-from shared.document_versions import artifact_key_of, read_artifact, serving_job
+from shared.artifacts import load_items
+from shared.document_versions import artifact_key_of, serving_job
 from shared.errors import ConflictError, InvalidRequestError, NotFoundError, ObjectNotFoundError
 from shared.models import Document, Job
 
@@ -55,7 +56,7 @@ def _artifact(key: str, kind: str) -> list[dict[str, Any]]:
         data = services().storage.get_bytes(key)
     except ObjectNotFoundError:
         raise NotFoundError("The indexed version's content is gone.", code="content_not_found") from None
-    return read_artifact(data, kind)
+    return load_items(kind, data)
 
 
 def _encode_cursor(job_id: str, index: int) -> str:

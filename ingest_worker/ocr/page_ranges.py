@@ -32,11 +32,11 @@ from ingest_worker.runner import (
     check_not_cancelled,
     run,
 )
-from ingest_worker.stage_io import artifact_key, original
+from ingest_worker.stage_io import original
 from ingest_worker.stage_progress import StageProgress
-from ingest_worker.stages.artifacts import pages_from_json, pages_to_json
 from ingest_worker.stages.ocr_confidence import PageReading
 from shared import job_progress, jobs, outbox
+from shared.artifacts import artifact_key, pages_from_json, pages_to_json
 from shared.errors import StaleTransitionError
 from shared.job_events import JobSnapshot
 from shared.job_hand_offs import await_parts

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 from ingest_worker.isolation import run_isolated
 from ingest_worker.resources import Resources
 from ingest_worker.stage_progress import StageProgress
-from ingest_worker.stages.artifacts import PageText
 from ingest_worker.stages.ocr import read_pages as ocr_read_pages
 from ingest_worker.stages.ocr_confidence import ConfidenceRule, PageReading
 from shared import metrics
+from shared.artifacts import PageText
 from shared.models import Document
 from shared.settings import Settings
 

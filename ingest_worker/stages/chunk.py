@@ -17,9 +17,9 @@ import bisect
 import re
 from collections.abc import Callable
 
-from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.pieces import Piece, Splitter, TokenCounter, heading_judge
+from shared.artifacts import Chunk, PageText
 
 PAGE_SEPARATOR = "\n\n"
 

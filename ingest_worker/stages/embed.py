@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ingest_worker.stages.artifacts import Chunk
+from shared.artifacts import Chunk
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,12 @@ import numpy as np
 from pypdf import PageObject, PdfReader
 from pypdf.generic import ContentStream, DictionaryObject, IndirectObject
 
-from ingest_worker.stages.artifacts import PageText
 from ingest_worker.stages.invisible_text import invisible_share
 from ingest_worker.stages.layout import structured_page
 from ingest_worker.stages.running import drop_running_lines
 from ingest_worker.stages.text_plausibility import plausible_text
 from ingest_worker.stages.validate import open_pdf, pdf_errors
+from shared.artifacts import PageText
 
 # A page at least this much covered by images, whose text layer is shorter than COVERED_PAGE_MIN_CHARS,
 # is a scan carrying a stamp, a page number or a scanner's header line (or another tool's nearly empty

@@ -7,9 +7,9 @@ import re
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
-from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
 from ingest_worker.stages.parser_errors import pypdf_errors
+from shared.artifacts import ValidationReport
 from shared.errors import EmptyFileError, NotAPdfError
 from shared.pipeline_errors import (
     EncryptedPdfError,

@@ -30,11 +30,11 @@ from botocore.config import Config
 from qdrant_client import QdrantClient, models
 from sqlalchemy import func, select
 
-from ingest_worker.stages.artifacts import PageText
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.ocr import ocr_pages
+from shared.artifacts import PageText
 from shared.embedders.local import LocalEmbedder
 from shared.models import Document, Job, JobStage
 from tests.bench.documents import scanned_document, text_document

@@ -8,8 +8,8 @@ import random
 
 from tokenizers import Tokenizer
 
-from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.chunk import chunk_pages
+from shared.artifacts import Chunk, PageText
 
 MAX_TOKENS = 64
 OVERLAP_TOKENS = 12

@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from ingest_worker.stages.artifacts import PageText, chunks_from_json, chunks_to_json
 from ingest_worker.stages.chunk import chunk_pages, document_text
+from shared.artifacts import PageText, chunks_from_json, chunks_to_json
 from tests.stages.chunking import MAX_TOKENS, WORDS, chunked, count_tokens, marked_pages
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ingest_worker.stages.artifacts import PageText
+from shared.artifacts import PageText
 from tests.stages.chunking import MAX_TOKENS, chunked
 
 

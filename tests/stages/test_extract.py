@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from ingest_worker.stages.artifacts import PageText, pages_from_json, pages_to_json
 from ingest_worker.stages.extract import extract_pages
+from shared.artifacts import PageText, pages_from_json, pages_to_json
 from shared.errors import NotAPdfError
 from shared.pipeline_errors import EncryptedPdfError, PdfLimitError
 from tests import pdfs

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ingest_worker.stages.artifacts import Chunk
 from ingest_worker.stages.embed import embed_batches
 from ingest_worker.stages.index import PointOrigin, index_points, point_id
+from shared.artifacts import Chunk
 
 ORIGIN = PointOrigin(
     tenant_id="t1",

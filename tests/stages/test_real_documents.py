@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from pypdf import PdfReader
 
-from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.chunk import chunk_pages, document_text
 from ingest_worker.stages.extract import extract_pages
+from shared.artifacts import Chunk, PageText
 from shared.embedders.local import LocalEmbedder
 from shared.settings import Settings
 from tests.text_metrics import false_joins, split_words, vocabulary, words

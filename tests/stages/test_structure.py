@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ingest_worker.stages.artifacts import Chunk, PageText
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.running import drop_running_lines
+from shared.artifacts import Chunk, PageText
 from tests.pdfs import write_pdf
 from tests.stages.chunking import count_tokens
 from tests.structured_pdfs import Section, report_pdf, side_by_side_pdf

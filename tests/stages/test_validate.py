@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from pypdf.errors import PdfStreamError
 
-from ingest_worker.stages.artifacts import ValidationReport
 from ingest_worker.stages.validate import validate_pdf
+from shared.artifacts import ValidationReport
 from shared.errors import EmptyFileError, NotAPdfError
 from shared.pipeline_errors import (
     EncryptedPdfError,

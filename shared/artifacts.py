@@ -1,4 +1,5 @@
-"""Values the stages pass along (page texts, chunks, validation reports) and their JSON artifact form."""
+"""Values the stages pass along (page texts, chunks, validation reports) and their JSON artifact form,
+which the worker writes and the gateway reads back (a document's content)."""
 
 from __future__ import annotations
 
@@ -115,6 +116,11 @@ class ValidationReport:
         return cls(page_count=int(data["page_count"]), encrypted_opened=bool(data["encrypted_opened"]))
 
 
+def artifact_key(job_id: str, name: str) -> str:
+    """Where a job's own artifact `name` is stored (a reindex job's stage row may point elsewhere)."""
+    return f"artifacts/{job_id}/{name}"
+
+
 def pages_to_json(pages: list[PageText]) -> bytes:
     """The pages artifact: UTF-8 JSON with a format version."""
     return _dump("pages", [page.to_dict() for page in pages])
@@ -122,7 +128,7 @@ def pages_to_json(pages: list[PageText]) -> bytes:
 
 def pages_from_json(data: bytes) -> list[PageText]:
     """The pages `pages_to_json` wrote."""
-    return [PageText.from_dict(item) for item in _load("pages", data)]
+    return [PageText.from_dict(item) for item in load_items("pages", data)]
 
 
 def chunks_to_json(chunks: list[Chunk]) -> bytes:
@@ -132,7 +138,7 @@ def chunks_to_json(chunks: list[Chunk]) -> bytes:
 
 def chunks_from_json(data: bytes) -> list[Chunk]:
     """The chunks `chunks_to_json` wrote."""
-    return [Chunk.from_dict(item) for item in _load("chunks", data)]
+    return [Chunk.from_dict(item) for item in load_items("chunks", data)]
 
 
 def _dump(kind: str, items: list[dict[str, Any]]) -> bytes:
@@ -140,7 +146,8 @@ def _dump(kind: str, items: list[dict[str, Any]]) -> bytes:
     return json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _load(kind: str, data: bytes) -> list[dict[str, Any]]:
+def load_items(kind: str, data: bytes) -> list[dict[str, Any]]:
+    """The items of a stored pages or chunks artifact (`kind` "pages" or "chunks"), as plain dicts."""
     document = json.loads(data.decode("utf-8"))
     if not isinstance(document, dict) or document.get("version") != ARTIFACT_VERSION:
         raise ValueError(f"unsupported {kind} artifact version")
