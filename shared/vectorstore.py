@@ -3,6 +3,9 @@
 Every search, count and delete goes through `_scope`, which always carries the tenant filter; a
 search also always names the index version it reads (a tenant's active one), so a reindex writing
 its new version beside the active one never shows in, or mixes into, an answer.
+A hybrid collection (`..._hybrid`) holds named vectors `dense` and `sparse` (BM25, IDF by Qdrant); older
+collections one unnamed dense vector. A tenant's index version lives wholly in one of the two (`place`),
+so an older version answers dense queries until a reindex writes the next into the hybrid collection.
 Local mode (`QdrantClient(path=...)`) is one process only and not thread-safe, so every call
 holds a lock. Server-only settings (payload index, `is_tenant`) are applied only with a URL.
 """
@@ -18,15 +21,26 @@ from typing import Any
 from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from shared.errors import VectorStoreError, VectorStoreUnavailableError
+from shared import sparse as lexical
+from shared.errors import ConflictError, VectorStoreError, VectorStoreUnavailableError
+from shared.search_filter import SearchFilter
 from shared.settings import Settings
 
 UPSERT_BATCH = 256
+DENSE, SPARSE, HYBRID_SUFFIX = "dense", "sparse", "_hybrid"
+MODES = ("hybrid", "dense", "keyword")
+# Candidates each side of a hybrid query brings to the fusion; dense ones a `min_score` lets through.
+PREFETCH_MIN, THRESHOLD_POOL = 50, 1000
 
 
 def collection_name(prefix: str, model: str, dimension: int) -> str:
+    """The dense-only collection of (model, dimension), as made before hybrid search."""
     slug = re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")
     return f"{prefix}_{slug}_{dimension}"
+
+
+def hybrid_collection_name(prefix: str, model: str, dimension: int) -> str:
+    return collection_name(prefix, model, dimension) + HYBRID_SUFFIX
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,7 @@ class VectorStore:
         self.server = server
         self._lock = threading.RLock()
         self._known: set[str] = set()
+        self._no_legacy: set[str] = set()  # dense-only collections absent (nothing makes them now)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> VectorStore:
@@ -60,7 +75,19 @@ class VectorStore:
         self._call(self.client.get_collections)
 
     def collection(self, model: str, dimension: int) -> str:
-        return collection_name(self.prefix, model, dimension)
+        """The hybrid collection of (model, dimension), where new index versions are written."""
+        return hybrid_collection_name(self.prefix, model, dimension)
+
+    def place(self, model: str, dimension: int, tenant_id: str, index_version: int) -> tuple[str, bool]:
+        """The collection holding the tenant's `index_version`, and whether it is hybrid: the dense-only
+        one when it holds points of that version (written before hybrid search), else the hybrid one."""
+        legacy = collection_name(self.prefix, model, dimension)
+        if legacy not in self._no_legacy:
+            if not self._call(self.client.collection_exists, legacy):
+                self._no_legacy.add(legacy)
+            elif self.count(legacy, tenant_id, index_version=index_version):
+                return legacy, False
+        return self.collection(model, dimension), True
 
     def _call(self, fn: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -81,7 +108,10 @@ class VectorStore:
                 self._call(
                     self.client.create_collection,
                     name,
-                    vectors_config=models.VectorParams(size=dimension, distance=models.Distance.COSINE),
+                    vectors_config={
+                        DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)
+                    },
+                    sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
                 )
             except (VectorStoreError, ValueError):
                 # Another process created it first.
@@ -117,14 +147,27 @@ class VectorStore:
         ids: Sequence[str],
         vectors: Sequence[Sequence[float]],
         payloads: Sequence[dict[str, Any]],
+        sparse: Sequence[lexical.SparseVector] | None = None,
     ) -> None:
-        """Write points and wait until Qdrant acknowledges them."""
+        """Write points and wait until Qdrant acknowledges them: into a hybrid collection with their
+        `sparse` vectors, into a dense-only one (`sparse=None`) with the dense vector alone."""
         for start in range(0, len(ids), UPSERT_BATCH):
             end = start + UPSERT_BATCH
-            points = [
-                models.PointStruct(id=i, vector=list(v), payload=p)
-                for i, v, p in zip(ids[start:end], vectors[start:end], payloads[start:end], strict=True)
-            ]
+            batch = zip(ids[start:end], vectors[start:end], payloads[start:end], strict=True)
+            if sparse is None:
+                points = [models.PointStruct(id=i, vector=list(v), payload=p) for i, v, p in batch]
+            else:
+                points = [
+                    models.PointStruct(
+                        id=i,
+                        vector={
+                            DENSE: list(v),
+                            SPARSE: models.SparseVector(indices=s.indices, values=s.values),
+                        },
+                        payload=p,
+                    )
+                    for (i, v, p), s in zip(batch, sparse[start:end], strict=True)
+                ]
             self._call(self.client.upsert, name, points=points, wait=True)
 
     @staticmethod
@@ -133,12 +176,17 @@ class VectorStore:
         *,
         must: Sequence[tuple[str, str | int]] = (),
         must_not: Sequence[tuple[str, str | int]] = (),
+        narrow: SearchFilter | None = None,
     ) -> Any:
+        """The tenant's points matching `must`, none of `must_not`, and every condition of `narrow`
+        (ANDed beside the tenant condition, so it can only narrow)."""
+
         def match(key: str, value: str | int) -> models.FieldCondition:
             return models.FieldCondition(key=key, match=models.MatchValue(value=value))
 
+        extra = narrow.conditions() if narrow is not None else []
         return models.Filter(
-            must=[match("tenant_id", tenant_id), *(match(k, v) for k, v in must)],
+            must=[match("tenant_id", tenant_id), *(match(k, v) for k, v in must), *extra],
             must_not=[match(k, v) for k, v in must_not] or None,
         )
 
@@ -173,29 +221,77 @@ class VectorStore:
         selector = models.FilterSelector(
             filter=self._scope(tenant_id, must=list(fields.items()), must_not=must_not)
         )
-        self._call(self.client.delete, name, points_selector=selector, wait=True)
+        # A hybrid collection's points of older versions may still sit in its dense-only sibling.
+        for collection in dict.fromkeys((name, name.removesuffix(HYBRID_SUFFIX))):
+            if self._call(self.client.collection_exists, collection):
+                self._call(self.client.delete, collection, points_selector=selector, wait=True)
 
     def search(
         self,
         name: str,
         tenant_id: str,
-        vector: Sequence[float],
         *,
         index_version: int,
         top_k: int,
-        **fields: str,
+        mode: str = "dense",
+        dense: Sequence[float] | None = None,
+        sparse: lexical.SparseVector | None = None,
+        narrow: SearchFilter | None = None,
+        min_score: float | None = None,
     ) -> list[Hit]:
-        """The tenant's points of `index_version` nearest to `vector`, best first."""
+        """The tenant's points of `index_version` that best answer the query, best first.
+
+        `dense` ranks by cosine, `keyword` by BM25 (`sparse` weights, IDF over the tenant's points of
+        that version), `hybrid` fuses both rankings by reciprocal rank. `min_score` is a cosine for
+        dense, a BM25 score for keyword, and for hybrid the cosine every fused hit must reach."""
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}")
         if not self._call(self.client.collection_exists, name):
             return []
-        must: list[tuple[str, str | int]] = [("index_version", index_version), *fields.items()]
+        hybrid = name.endswith(HYBRID_SUFFIX)
+        if mode != "dense" and not hybrid:
+            raise ConflictError(
+                "This index version has no keyword index; reindex from the index stage.",
+                code="keyword_index_missing",
+            )
+        scope = self._scope(tenant_id, must=[("index_version", index_version)], narrow=narrow)
+        # IDF counted over the tenant's own points of this version, not the whole collection.
+        idf = models.SearchParams(
+            idf=models.IdfCorpusParams(corpus=self._scope(tenant_id, must=[("index_version", index_version)]))
+        )
+        if (mode != "keyword" and dense is None) or (mode != "dense" and sparse is None):
+            raise ValueError(f"{mode} search needs its query vectors")
+        dense_query = list(dense) if dense is not None else None
+        sparse_query = models.SparseVector(indices=sparse.indices, values=sparse.values) if sparse else None
+        query: dict[str, Any]
+        if mode == "dense":
+            query = {"query": dense_query, "using": DENSE if hybrid else None, "score_threshold": min_score}
+        elif mode == "keyword":
+            query = {
+                "query": sparse_query,
+                "using": SPARSE,
+                "search_params": idf,
+                "score_threshold": min_score,
+            }
+        else:
+            pool = max(PREFETCH_MIN, 4 * top_k)
+            # Under a `min_score`, the keyword side ranks only the dense candidates that reach it.
+            close = models.Prefetch(
+                query=dense_query, using=DENSE, score_threshold=min_score, limit=THRESHOLD_POOL
+            )
+            prefetch = [
+                models.Prefetch(query=dense_query, using=DENSE, score_threshold=min_score, limit=pool),
+                models.Prefetch(
+                    prefetch=[close] if min_score is not None else None,
+                    query=sparse_query,
+                    using=SPARSE,
+                    params=idf,
+                    limit=pool,
+                ),
+            ]
+            query = {"prefetch": prefetch, "query": models.FusionQuery(fusion=models.Fusion.RRF)}
         result = self._call(
-            self.client.query_points,
-            name,
-            query=list(vector),
-            query_filter=self._scope(tenant_id, must=must),
-            limit=top_k,
-            with_payload=True,
+            self.client.query_points, name, query_filter=scope, limit=top_k, with_payload=True, **query
         )
         return [Hit(score=float(p.score), payload=dict(p.payload or {})) for p in result.points]
 
