@@ -118,27 +118,13 @@ class VectorStore:
                 if not self._call(self.client.collection_exists, name):
                     raise
             if self.server:
-                self._call(
-                    self.client.create_payload_index,
-                    name,
-                    field_name="tenant_id",
-                    field_schema=models.KeywordIndexParams(
-                        type=models.KeywordIndexType.KEYWORD, is_tenant=True
-                    ),
-                )
-                for field in ("document_id", "job_id"):
-                    self._call(
-                        self.client.create_payload_index,
-                        name,
-                        field_name=field,
-                        field_schema=models.PayloadSchemaType.KEYWORD,
-                    )
-                self._call(
-                    self.client.create_payload_index,
-                    name,
-                    field_name="index_version",
-                    field_schema=models.PayloadSchemaType.INTEGER,
-                )
+                tenant = models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True)
+                keyword, integer = models.PayloadSchemaType.KEYWORD, models.PayloadSchemaType.INTEGER
+                indexed = [("tenant_id", tenant), ("document_id", keyword), ("job_id", keyword)]
+                indexed += [("filename", keyword), ("index_version", integer)]
+                indexed += [("page_start", integer), ("page_end", integer)]
+                for field, schema in indexed:
+                    self._call(self.client.create_payload_index, name, field_name=field, field_schema=schema)
         self._known.add(name)
 
     def upsert(
