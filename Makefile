@@ -25,7 +25,7 @@ help:
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
 	@echo "make up / make down - the production topology as separate processes on this machine"
-	@echo "make reindex TENANT=acme [FROM=embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1] [CANCEL=1]"
+	@echo "make reindex TENANT=acme [FROM=index|embed|chunk|extract] [MODEL=...] [DIM=...] [DRY_RUN=1] [CANCEL=1]"
 	@echo "make gateway | worker | maintenance - the production processes (see README)"
 
 # First-time set-up says what it installs and about how long it takes (2 cores, a warm pip cache
@@ -161,7 +161,7 @@ down:
 	@$(PY) -m deploy.up stop
 
 reindex: $(RUNTIME_STAMP)
-	@test -n "$(TENANT)" || { echo "usage: make reindex TENANT=<name> [FROM=embed|chunk|extract] [MODEL=<model>] [DIM=<n>] [DRY_RUN=1]" >&2; exit 2; }
+	@test -n "$(TENANT)" || { echo "usage: make reindex TENANT=<name> [FROM=index|embed|chunk|extract] [MODEL=<model>] [DIM=<n>] [DRY_RUN=1]" >&2; exit 2; }
 	@$(PY) -m ingest_worker.cli reindex "$(TENANT)" --from "$(or $(FROM),embed)" \
 	  $(if $(MODEL),--model "$(MODEL)") $(if $(DIM),--dim "$(DIM)") $(if $(filter 1 yes true,$(DRY_RUN)),--dry-run) \
 	  $(if $(filter 1 yes true,$(CANCEL)),--cancel)

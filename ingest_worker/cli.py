@@ -3,7 +3,7 @@
 python -m ingest_worker.cli migrate
 python -m ingest_worker.cli tenant NAME        # prints the new tenant's API key last
 python -m ingest_worker.cli demo               # migrate, ensure the demo tenant, print its key
-python -m ingest_worker.cli reindex NAME [--from embed|chunk|extract] [--model M] [--dim D] [--dry-run]
+python -m ingest_worker.cli reindex NAME [--from index|embed|chunk|extract] [--model M] [--dim D] [--dry-run]
 python -m ingest_worker.cli reindex NAME --cancel
 """
 

@@ -27,7 +27,7 @@ from ingest_worker.stage_progress import StageProgress
 from ingest_worker.stages.chunk import chunk_pages
 from ingest_worker.stages.embed import embed_batches
 from ingest_worker.stages.extract import extract_pages
-from ingest_worker.stages.index import PointOrigin, index_points
+from ingest_worker.stages.index import PointOrigin, index_points, sparse_vectors
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.validate import validate_pdf
 from shared import metrics
@@ -189,13 +189,16 @@ def index(res: Resources, job: JobSnapshot) -> StageResult:
             chunker_version=row.chunker_version,
             # Read now, not at upload: a change made while the job ran is in its points.
             metadata=dict((document.user_metadata if document else None) or {}),
+            filename=document.filename if document is not None else None,
         )
         dimension, version = row.embedding_dim, row.index_version
     store = res.vectors
-    collection = store.collection(origin.embedding_model, dimension)
-    store.ensure_collection(collection, dimension)
+    # A version begun before hybrid search stays whole in its dense-only collection.
+    collection, hybrid = store.place(origin.embedding_model, dimension, job.tenant_id, version)
+    if hybrid:
+        store.ensure_collection(collection, dimension)
     ids, payloads = index_points(chunks, origin)
-    store.upsert(collection, ids, vectors.tolist(), payloads)
+    store.upsert(collection, ids, vectors.tolist(), payloads, sparse_vectors(chunks) if hybrid else None)
     written = store.count(collection, job.tenant_id, job_id=job.id)
     if written != len(chunks):
         raise PointCountMismatchError()

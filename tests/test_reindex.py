@@ -16,7 +16,7 @@ from shared import reindex as reindexes
 from shared.models import Job, JobKind, JobStage
 from shared.queue import QUEUE_BULK_INDEX
 from shared.settings import Settings
-from shared.vectorstore import collection_name
+from shared.vectorstore import hybrid_collection_name
 from tests.fakes import FakeEmbedder
 from tests.inprocess import in_process_service
 from tests.openai_server import OpenAIServer
@@ -35,7 +35,7 @@ from tests.reindexing import (
 pytestmark = pytest.mark.slow
 
 # The collection of the embedder the tests' settings name (the fake, at the offline model's 384-d).
-DEFAULT = collection_name("chunks", FakeEmbedder.model_name, FakeEmbedder.dimension)
+DEFAULT = hybrid_collection_name("chunks", FakeEmbedder.model_name, FakeEmbedder.dimension)
 
 
 def fast(settings: Settings, **changes: object) -> Settings:
@@ -122,7 +122,7 @@ def test_a_reindex_to_a_model_of_another_dimension_fills_a_new_collection(settin
             # Then the new collection holds all of its points, the old one none, and searches are
             # embedded with the new model
             assert reindex.status == "flipped", reindex.failures
-            new = points_of(res, "chunks_text_embedding_3_small_64", tenant_id)
+            new = points_of(res, "chunks_text_embedding_3_small_64_hybrid", tenant_id)
             assert {p["document_id"] for p in new} and {p["index_version"] for p in new} == {2}
             assert points_of(res, DEFAULT, tenant_id) == []
             before = len(server.requests)
@@ -132,7 +132,7 @@ def test_a_reindex_to_a_model_of_another_dimension_fills_a_new_collection(settin
             # And an upload after the flip is embedded with the new model too
             late = ingest(client, key, [TOPICS[5]])
             assert late[TOPICS[5]] in {
-                p["document_id"] for p in points_of(res, "chunks_text_embedding_3_small_64", tenant_id)
+                p["document_id"] for p in points_of(res, "chunks_text_embedding_3_small_64_hybrid", tenant_id)
             }
 
 

@@ -11,7 +11,7 @@ from shared.models import TenantStatus
 
 class ReindexArgsSchema(StrictSchema):
     from_stage = fields.String(
-        data_key="from", load_default="embed", validate=validate.OneOf(["embed", "chunk", "extract"])
+        data_key="from", load_default="embed", validate=validate.OneOf(["index", "embed", "chunk", "extract"])
     )
     model = fields.String(validate=validate.Length(min=1, max=100))
     dimension = fields.Integer(validate=validate.Range(min=1, max=65536))

@@ -1,21 +1,100 @@
-"""Schemas of semantic search."""
+"""Schemas of search: the query string of `GET /v1/search`, the JSON body of `POST /v1/search`, hits."""
 
 from __future__ import annotations
 
-from marshmallow import Schema, fields, validate
+from typing import Any
+
+from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
 from gateway.schemas.common import StrictSchema
+from shared.search_filter import METADATA_KEY
+from shared.vector_queries import MODES
+
+MODE_HELP = (
+    "hybrid: dense and keyword rankings fused by reciprocal rank; dense: cosine similarity of the "
+    "embeddings; keyword: BM25 over the chunks' words"
+)
+MIN_SCORE_HELP = (
+    "the least score a hit must reach: a cosine for dense, a BM25 score for keyword; for hybrid, the "
+    "cosine every fused hit must reach (the fused score is only a rank)"
+)
+
+
+def _scalar(value: Any) -> None:
+    if not isinstance(value, str | int | float | bool):
+        raise ValidationError("must be a string, a number or a boolean")
+
+
+class FilterSchema(Schema):
+    """Unknown keys are refused, not ignored: a misspelt condition must not silently widen a search."""
+
+    class Meta:
+        unknown = RAISE
+
+
+class MetadataConditionSchema(FilterSchema):
+    key = fields.String(
+        required=True,
+        validate=validate.Regexp(METADATA_KEY),
+        metadata={"description": "a key of the document's metadata (payload `metadata.<key>`)"},
+    )
+    eq = fields.Raw(validate=_scalar, metadata={"description": "equal to this value"})
+    any_of = fields.List(
+        fields.Raw(validate=_scalar),
+        data_key="in",
+        validate=validate.Length(min=1, max=100),
+        metadata={"description": "equal to one of these (all strings or all integers)"},
+    )
+    gte = fields.Float(allow_nan=False, metadata={"description": "at least this number"})
+    lte = fields.Float(allow_nan=False, metadata={"description": "at most this number"})
+
+    @validates_schema
+    def _one_kind(self, data: dict[str, Any], **_: Any) -> None:
+        kinds = ["eq" in data, "any_of" in data, "gte" in data or "lte" in data]
+        if sum(kinds) != 1:
+            raise ValidationError("give exactly one of eq, in, or a range (gte and/or lte)")
+        values = data.get("any_of") or []
+        if not (all(isinstance(v, str) for v in values) or all(type(v) is int for v in values)):
+            raise ValidationError("the values of in are all strings or all integers", "in")
+
+
+class SearchFilterSchema(FilterSchema):
+    document_ids = fields.List(
+        fields.String(validate=validate.Length(max=64)), validate=validate.Length(max=100)
+    )
+    filename = fields.String(validate=validate.Length(min=1, max=255))
+    page_from = fields.Integer(
+        validate=validate.Range(min=1), metadata={"description": "chunks ending on or after"}
+    )
+    page_to = fields.Integer(
+        validate=validate.Range(min=1), metadata={"description": "chunks starting on or before"}
+    )
+    metadata = fields.List(fields.Nested(MetadataConditionSchema), validate=validate.Length(max=20))
 
 
 class SearchArgsSchema(StrictSchema):
     q = fields.String(required=True, validate=validate.Length(min=1, max=2000))
     top_k = fields.Integer(load_default=5, validate=validate.Range(min=1, max=100))
     document_id = fields.String()
+    mode = fields.String(
+        load_default="hybrid", validate=validate.OneOf(MODES), metadata={"description": MODE_HELP}
+    )
+
+
+class SearchRequestSchema(StrictSchema):
+    query = fields.String(required=True, validate=validate.Length(min=1, max=2000))
+    top_k = fields.Integer(load_default=5, validate=validate.Range(min=1, max=100))
+    mode = fields.String(
+        load_default="hybrid", validate=validate.OneOf(MODES), metadata={"description": MODE_HELP}
+    )
+    min_score = fields.Float(allow_none=True, allow_nan=False, metadata={"description": MIN_SCORE_HELP})
+    filter = fields.Nested(SearchFilterSchema, metadata={"description": "conditions every hit meets"})
 
 
 class SearchHitSchema(Schema):
     score = fields.Float()
     document_id = fields.String()
+    filename = fields.String(allow_none=True)
     page_start = fields.Integer()
     page_end = fields.Integer()
     chunk_index = fields.Integer()
@@ -23,9 +102,11 @@ class SearchHitSchema(Schema):
     sections = fields.List(fields.String())
     text = fields.String()
     index_version = fields.Integer()
+    metadata = fields.Dict(keys=fields.String(), metadata={"description": "the document's metadata"})
 
 
 class SearchResponseSchema(Schema):
     query = fields.String()
+    mode = fields.String(metadata={"description": "the mode that ranked the results"})
     index_version = fields.Integer()
     results = fields.List(fields.Nested(SearchHitSchema), required=True)

@@ -1,4 +1,5 @@
-"""The index stage's pure part: each chunk's deterministic point id and its payload in the vector store."""
+"""The index stage's pure part: each chunk's deterministic point id, its payload in the vector store and
+its lexical (sparse) vector."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.artifacts import Chunk
+from shared.sparse import SparseVector, document_vector
 
 POINT_NAMESPACE = uuid.UUID("6f2b8a1e-4c1d-5e7a-9b3f-2d8c0e4a7b61")
 
@@ -25,6 +27,7 @@ class PointOrigin:
     # The document's metadata as read at upsert time; kept under one payload key so that none of
     # its keys can overwrite the payload's own.
     metadata: dict[str, Any] = field(default_factory=dict)
+    filename: str | None = None
 
 
 def point_id(job_id: str, chunk_index: int) -> str:
@@ -39,6 +42,7 @@ def index_points(chunks: list[Chunk], origin: PointOrigin) -> tuple[list[str], l
         {
             "tenant_id": origin.tenant_id,
             "document_id": origin.document_id,
+            "filename": origin.filename,
             "job_id": origin.job_id,
             "chunk_index": c.index,
             "page_start": c.page_start,
@@ -57,3 +61,8 @@ def index_points(chunks: list[Chunk], origin: PointOrigin) -> tuple[list[str], l
         for c in chunks
     ]
     return ids, payloads
+
+
+def sparse_vectors(chunks: list[Chunk]) -> list[SparseVector]:
+    """Each chunk's BM25 term weights, in chunk order (its heading is part of its text)."""
+    return [document_vector(c.text) for c in chunks]

@@ -23,7 +23,7 @@ from shared.settings import Settings
 
 __all__ = ["FROM_STAGES", "Progress", "advance", "cancel", "plan", "progress", "start"]
 
-FROM_STAGES = ("embed", "chunk", "extract")
+FROM_STAGES = ("index", "embed", "chunk", "extract")
 R = ReindexStatus
 
 

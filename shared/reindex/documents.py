@@ -138,11 +138,16 @@ def _source_stages(session: Session, source: Job) -> dict[str, str | None]:
 
 def start_stage(session: Session, reindex: Reindex, source: Job | None) -> str:
     """Where a job reindexing `source` starts: the reindex's first stage, earlier when the stored
-    pages or chunks come from older code or are missing."""
+    pages or chunks come from older code, its vectors from another model, or any of them are missing."""
     if source is None or source.extractor_version != EXTRACTOR_VERSION:
         return "extract"
     stage = reindex.from_stage
-    if stage == "embed" and source.chunker_version != CHUNKER_VERSION:
+    if stage == "index" and (source.embedding_model, source.embedding_dim) != (
+        reindex.embedding_model,
+        reindex.embedding_dim,
+    ):
+        stage = "embed"
+    if stage in ("embed", "index") and source.chunker_version != CHUNKER_VERSION:
         stage = "chunk"
     stored = _source_stages(session, source)
     skipped = STAGES[1 : STAGES.index(stage)]
