@@ -119,6 +119,11 @@ class TooManyActiveJobsError(TransientError):
     message = "The tenant has too many jobs in progress; try again later."
 
 
+class TooManyStreamsError(TransientError):
+    code = "too_many_event_streams"
+    message = "The tenant has as many event streams open as it may; close one or try again later."
+
+
 class StorageQuotaExceededError(PermanentError):
     code = "storage_quota_exceeded"
     message = "The upload would exceed the tenant's storage allowance."

@@ -1,5 +1,9 @@
 """The job's events as a server-sent event stream, read from the stored events (any process may have
-written them), resumable from Last-Event-ID, ending once the job is final."""
+written them), resumable from Last-Event-ID, ending once the job is final or after `events_max_s`.
+
+Each open stream holds one of the tenant's `events_max_streams_per_tenant` slots (shared/stream_leases.py,
+shared by every gateway process); a further one is a 429 with Retry-After. Only the Authorization
+header authenticates: no credential is read from the URL, where logs and proxies would keep it."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ from gateway.auth import tenant_required
 from gateway.request_checks import MAX_ID
 from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services
+from shared import stream_leases
 from shared.db import Database
 from shared.errors import InvalidRequestError, NotFoundError
 from shared.job_queries import get_job
@@ -46,11 +51,18 @@ def _last_seen(last_event_id: int | None) -> int:
     return max(seen, 0)
 
 
-def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: float) -> Iterator[str]:
+def _stream(
+    db: Database, job_id: str, after: int, lease_id: str, *, poll_s: float, max_s: float
+) -> Iterator[str]:
     deadline = time.monotonic() + max_s
-    quiet_since = time.monotonic()
+    quiet_since = renewed = time.monotonic()
     yield "retry: 2000\n\n"
     while True:
+        if time.monotonic() - renewed >= stream_leases.LEASE_S / 3:
+            renewed = time.monotonic()
+            with db.transaction() as session:
+                if not stream_leases.renew(session, lease_id):
+                    return  # the slot lapsed (a stalled process): the client reconnects and resumes
         with db.transaction() as session:
             # The status first: every event committed before it is then visible to the next read
             # (PostgreSQL reads each statement at its own snapshot), so a final status comes with
@@ -83,6 +95,9 @@ def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: floa
 @blp.arguments(EventStreamArgsSchema, location="query", as_kwargs=True)
 @blp.response(200, content_type="text/event-stream", description="The job's events, then the stream ends")
 @blp.alt_response(204, description="The job is final and the client has seen its last event")
+@blp.alt_response(
+    429, description="The tenant has as many streams open as it may (Retry-After says when to try)"
+)
 def stream_events(job_id: str, last_event_id: int | None = None) -> Any:
     """The job's events as they happen (`id:` is the job's seq), from the first one after
     Last-Event-ID; the stream ends once the job is completed, failed, dead-lettered or cancelled."""
@@ -95,8 +110,19 @@ def stream_events(job_id: str, last_event_id: int | None = None) -> Any:
         if job.status in FINAL and job.seq <= after:
             # Nothing more will come: 204 tells an EventSource to stop reconnecting.
             return Response(status=204)
+        lease_id = stream_leases.acquire(
+            session, g.caller.tenant_id, cap=svc.settings.events_max_streams_per_tenant
+        )
     stream = _stream(
-        svc.db, job_id, after, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
+        svc.db, job_id, after, lease_id, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
     )
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream, status=200, mimetype="text/event-stream", headers=headers)
+    response = Response(stream, status=200, mimetype="text/event-stream", headers=headers)
+    # The server closes the response when the stream ends or the client goes, started or not.
+    response.call_on_close(lambda: _release(svc.db, lease_id))
+    return response
+
+
+def _release(db: Database, lease_id: str) -> None:
+    with db.transaction() as session:
+        stream_leases.release(session, lease_id)
