@@ -242,7 +242,7 @@ class Settings(DerivedSettings):
 
     # Gunicorn worker processes of the gateway.
     gateway_workers: int = 2
-    # Threads of each gateway process; each open event stream holds one.
+    # Threads of a gateway process if its gunicorn workers are gthread (the default gevent: greenlets).
     gateway_threads: int = 4
     # Gunicorn's timeout for a silent worker.
     gateway_timeout_s: int = 120
