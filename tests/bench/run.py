@@ -9,7 +9,8 @@ against the Redis polling bound), memory (worker peak memory on a long and a sho
 a SIGKILL), upload (the gateway's memory during a large upload), fairness (two tenants), reindex (an
 upload's latency during a reindex beside its latency alone), ocr (CPU per page with and without the
 confidence rule, with three languages, with script detection), webhooks (how soon a webhook leaves after
-its event commits, on an idle system). `--quick` runs
+its event commits, on an idle system), starvation (another tenant's latency while one holds event streams
+and half-sent requests hold connections, in both topologies). `--quick` runs
 each part smaller. Prints a Markdown report and writes it to `--out` when every part ran (in full or
 quick). Everything it starts is stopped, and its folders and Redis keys removed, before it returns.
 """
@@ -27,7 +28,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shared.settings import Settings
-from tests.bench import accept_path, efficiency, hops, ocr_cost, recovery, webhook_latency, worker_memory
+from tests.bench import (
+    accept_path,
+    efficiency,
+    hops,
+    ocr_cost,
+    recovery,
+    starvation,
+    webhook_latency,
+    worker_memory,
+)
 from tests.bench import report_production as production
 from tests.bench.documents import scanned_document, text_document
 from tests.bench.fairness import measure_fairness
@@ -52,6 +62,7 @@ PARTS = (
     "reindex",
     "ocr",
     "webhooks",
+    "starvation",
 )
 # The end-to-end figures measured earlier on such machines (ARCHITECTURE.md §10).
 REFERENCE_TEXT_S = 9.0
@@ -91,6 +102,9 @@ def main() -> None:
         "reindex": lambda: measure_reindex_latency(documents=8) if quick else measure_reindex_latency(),
         "ocr": lambda: ocr_cost.measure_ocr_cost(settings, rounds=1 if quick else 2),
         "webhooks": lambda: webhook_latency.measure_webhook_latency(rounds=3 if quick else 10),
+        "starvation": lambda: (
+            starvation.measure_starvation(10, 40, 50) if quick else starvation.measure_starvation()
+        ),
     }
     for part in parts:
         step(part)
@@ -113,6 +127,9 @@ def main() -> None:
         sections.append(ocr_cost.ocr_section(found["ocr"]))  # type: ignore[arg-type]
     if "webhooks" in found:
         sections.append(webhook_latency.webhook_section(found["webhooks"]))  # type: ignore[arg-type]
+    if "starvation" in found:
+        rows, (streams, halves) = found["starvation"], (10, 40) if quick else (50, 200)
+        sections.append(starvation.starvation_section(rows, streams, halves))  # type: ignore[arg-type]
     results = Results(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") + (" (quick mode)" if quick else ""),
         duration_s=time.monotonic() - started,
