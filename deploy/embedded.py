@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from deploy.waitress_server import make_server
+from gateway.api.events import limit_streams_per_process
 from gateway.app import create_app
 from ingest_worker.broker import setup_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
@@ -24,6 +25,14 @@ from shared.queue import Publisher
 from shared.settings import Settings
 
 logger = logging.getLogger("embedded")
+
+# Waitress runs each request on one of its threads; an event stream holds one for its lifetime, so
+# streams may take half of them and the rest always serve other requests (and /healthz).
+SERVER_THREADS = 16
+STREAM_SLOTS = SERVER_THREADS // 2
+# A connection costs a socket, not a thread, until its request is whole: many may wait (poll, not
+# select, to pass 1024 descriptors), and one silent for a minute is closed.
+SERVER_OPTIONS = {"connection_limit": 1000, "asyncore_use_poll": True, "channel_timeout": 60}
 
 
 def main() -> None:
@@ -54,7 +63,16 @@ def main() -> None:
         "serving on http://%s:%s (%s worker threads)", settings.host, settings.port, settings.worker_threads
     )
     try:
-        make_server(app, host=settings.host, port=settings.port, threads=8, ident="pdf-ingest").run()
+        limit_streams_per_process(app, STREAM_SLOTS)
+        server = make_server(
+            app,
+            host=settings.host,
+            port=settings.port,
+            threads=SERVER_THREADS,
+            ident="pdf-ingest",
+            **SERVER_OPTIONS,
+        )
+        server.run()
     finally:
         loop.stop()
         for worker in workers:

@@ -6,8 +6,15 @@ _settings = Settings.from_env()
 
 bind = f"{_settings.host}:{_settings.port}"
 workers = _settings.gateway_workers
+# A greenlet per connection, not a thread: an open event stream or a slow client costs a few KB, and
+# a client that never finishes its request line and headers is dropped after `keepalive` seconds (the
+# gevent worker reads each request's head under that timeout; gthread has none). psycopg2 waits
+# cooperatively (post_fork below); the rest of the gateway's I/O is plain sockets, which gevent
+# patches in each worker before the app loads.
+worker_class = "gevent"
+worker_connections = 1000
+# Used only if the worker class is switched back to gthread (GUNICORN_CMD_ARGS="-k gthread").
 threads = _settings.gateway_threads
-worker_class = "gthread"
 # Uploads stream to disk; a slow client may take a while on a large file.
 timeout = _settings.gateway_timeout_s
 # On SIGTERM a worker finishes the requests it holds for this long before it is killed.
@@ -37,6 +44,13 @@ if _settings.log_json:
             "gunicorn.error": {"handlers": ["console"], "level": loglevel.upper(), "propagate": False}
         },
     }
+
+
+def post_fork(server: object, worker: object) -> None:
+    """psycopg2 waits for the database through gevent, so a query yields to the other greenlets."""
+    from psycogreen.gevent import patch_psycopg
+
+    patch_psycopg()
 
 
 def child_exit(server: object, worker: object) -> None:

@@ -22,9 +22,6 @@ from shared.settings import Settings
 from shared.storage import make_storage
 from shared.vectorstore import VectorStore
 
-# Multipart framing around the file: the request may exceed the file limit by this much.
-MULTIPART_OVERHEAD_BYTES = 64 * 1024
-
 PROBLEM_JSON = "application/problem+json"
 BEARER = {"type": "http", "scheme": "bearer", "description": "an API key: Authorization: Bearer <key>"}
 
@@ -61,8 +58,9 @@ def create_app(
     publisher = publisher or Publisher(make_broker(settings))
     app = Flask(__name__)
     # Werkzeug refuses a larger body with 413 before it is read, and stops reading a chunked
-    # body at this size; file parts beyond 500 KB are spooled to disk, never held in memory.
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES
+    # body at this size; file parts beyond 500 KB are spooled to disk, never held in memory. An
+    # upload replaces it with its caller's own limit (request_checks.limit_body), after the key.
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + request_checks.MULTIPART_OVERHEAD_BYTES
     app.config.update(
         API_TITLE="PDF ingestion service",
         API_VERSION="v1",

@@ -20,6 +20,7 @@ STATUS_FOR_ERROR: list[tuple[type[errors.IngestError], int]] = [
     (errors.StorageQuotaExceededError, 403),
     (errors.ConflictError, 409),
     (errors.TooManyActiveJobsError, 429),
+    (errors.TooManyStreamsError, 429),
     (errors.UploadTooLargeError, 413),
     (errors.TooManyFormPartsError, 413),
     (errors.NotAPdfError, 415),

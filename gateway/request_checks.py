@@ -1,5 +1,6 @@
 """Checks every request passes before a view runs: ids that fit the database, no NUL characters, and
-a form that reports too many parts as its own fault."""
+a form that reports too many parts as its own fault; and the caller's body limit, checked before the
+body is read."""
 
 from __future__ import annotations
 
@@ -10,10 +11,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 from werkzeug.routing import IntegerConverter
 from werkzeug.sansio.multipart import MultipartDecoder
 
-from shared.errors import InvalidRequestError, TooManyFormPartsError
+from shared.errors import InvalidRequestError, TooManyFormPartsError, UploadTooLargeError
 
 # The largest id either database stores (a signed 64-bit integer).
 MAX_ID = 2**63 - 1
+# Multipart framing around the files: the request may exceed the upload limit by this much.
+MULTIPART_OVERHEAD_BYTES = 64 * 1024
 
 
 class IdConverter(IntegerConverter):
@@ -56,6 +59,16 @@ def refuse_nul() -> None:
     pairs = [*request.args.items(multi=True), *request.headers.items()]
     if "\x00" in request.path or any("\x00" in k or "\x00" in v for k, v in pairs):
         raise InvalidRequestError("The request contains a NUL character.", code="nul_character")
+
+
+def limit_body(limit_mb: int) -> None:
+    """Bound this request's body by the caller's upload limit (which may exceed the service default)
+    plus the multipart framing: an announced larger Content-Length is refused before any of the body
+    is read, and a chunked body stops being read at the limit."""
+    limit = limit_mb * 1024 * 1024 + MULTIPART_OVERHEAD_BYTES
+    request.max_content_length = limit
+    if (request.content_length or 0) > limit:
+        raise UploadTooLargeError()
 
 
 def install(app: Flask) -> None:

@@ -119,6 +119,16 @@ class TooManyActiveJobsError(TransientError):
     message = "The tenant has too many jobs in progress; try again later."
 
 
+class TooManyStreamsError(TransientError):
+    code = "too_many_event_streams"
+    message = "The tenant has as many event streams open as it may; close one or try again later."
+
+
+class StreamsBusyError(TransientError):
+    code = "event_streams_busy"
+    message = "This server holds as many event streams as it may; try again shortly."
+
+
 class StorageQuotaExceededError(PermanentError):
     code = "storage_quota_exceeded"
     message = "The upload would exceed the tenant's storage allowance."

@@ -129,12 +129,10 @@ class Settings(DerivedSettings):
     chunk_overlap_tokens: int = 32
     # Resolution at which pages are rendered for OCR.
     ocr_dpi: int = 300
-    # Tesseract languages a document is read in when neither its upload nor its tenant names any:
-    # one code ("eng") or several joined by "+" ("deu+eng"), the first the most likely.
+    # OCR languages when neither upload nor tenant names any: "eng", or "deu+eng" (likeliest first).
     ocr_languages: str = "eng"
-    # The languages uploads and tenants may name (comma-separated tesseract codes): the Debian packs
-    # the Makefile and the Dockerfile install. The gateway checks requests against this list (its host
-    # may have no tesseract); workers check at start-up that each one is installed.
+    # The languages uploads and tenants may name (tesseract codes): the packs the Makefile and the
+    # Dockerfile install. The gateway checks requests against it; workers check each is installed.
     ocr_available_languages: str = "eng,deu,fra,spa,ita,por"
     # Confidence (0-100) a word read by OCR needs to be kept. Printed text reads at 93-96 with the
     # "fast" models; the letter-like blobs of a photographed texture mostly below 30, 10% above 55.
@@ -218,6 +216,8 @@ class Settings(DerivedSettings):
     events_poll_s: float = 0.5
     # How long one event stream lasts; the client then reconnects and resumes.
     events_max_s: int = 600
+    # Event streams a tenant may hold open at once, across gateway processes; one more is a 429.
+    events_max_streams_per_tenant: int = 4
 
     # Processes.
 
@@ -242,7 +242,7 @@ class Settings(DerivedSettings):
 
     # Gunicorn worker processes of the gateway.
     gateway_workers: int = 2
-    # Threads of each gateway process; each open event stream holds one.
+    # Threads of a gateway process if its gunicorn workers are gthread (the default gevent: greenlets).
     gateway_threads: int = 4
     # Gunicorn's timeout for a silent worker.
     gateway_timeout_s: int = 120

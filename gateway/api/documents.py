@@ -9,7 +9,7 @@ from flask import g, request, url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
-from gateway import idempotency, uploads
+from gateway import idempotency, request_checks, uploads
 from gateway.auth import tenant_required
 from gateway.idempotency import StoredResponse
 from gateway.pagination import next_cursor, page
@@ -117,11 +117,13 @@ def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
     """Upload one or several PDFs; each gets a queued ingest job at once."""
     svc = services()
     tenant_id = g.caller.tenant_id
+    # Before anything reads the body: the key was checked from the headers alone (401 unread).
+    limit_mb = g.caller.max_upload_mb or svc.settings.max_upload_mb
+    request_checks.limit_body(limit_mb)
     parts = _file_parts()
     callback_url = _callback_url()
     languages = _ocr_languages()
     metadata = _metadata()
-    limit_mb = g.caller.max_upload_mb or svc.settings.max_upload_mb
     files = uploads.inspect(parts, limit_mb * 1024 * 1024)
     if idempotency_key:
         stored = idempotency.claim(

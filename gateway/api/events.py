@@ -1,14 +1,21 @@
 """The job's events as a server-sent event stream, read from the stored events (any process may have
-written them), resumable from Last-Event-ID, ending once the job is final."""
+written them), resumable from Last-Event-ID, ending once the job is final or after `events_max_s`.
+
+Each open stream holds one of the tenant's `events_max_streams_per_tenant` slots (shared/stream_leases.py,
+shared by every gateway process); a further one is a 429 with Retry-After. A server whose streams
+hold threads (the embedded one) also caps its own streams (`limit_streams_per_process`), so that
+streams never take every thread: beyond it a stream is a 503 with Retry-After. Only the Authorization
+header authenticates: no credential is read from the URL, where logs and proxies would keep it."""
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
-from flask import Response, g, request
+from flask import Flask, Response, current_app, g, request
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
@@ -16,8 +23,9 @@ from gateway.auth import tenant_required
 from gateway.request_checks import MAX_ID
 from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services
+from shared import stream_leases
 from shared.db import Database
-from shared.errors import InvalidRequestError, NotFoundError
+from shared.errors import InvalidRequestError, NotFoundError, StreamsBusyError
 from shared.job_queries import get_job
 from shared.jobs import TERMINAL
 from shared.models import Job, JobEvent
@@ -29,6 +37,13 @@ BATCH = 200
 # A comment line now and then keeps proxies from closing a quiet stream.
 KEEPALIVE_S = 15.0
 FINAL = {s.value for s in TERMINAL}
+SLOTS = "event_stream_slots"
+
+
+def limit_streams_per_process(app: Flask, slots: int) -> None:
+    """At most `slots` streams open at once in this process (for a server with a thread per
+    request; a greenlet server needs none)."""
+    app.extensions[SLOTS] = threading.BoundedSemaphore(slots)
 
 
 def _last_seen(last_event_id: int | None) -> int:
@@ -46,11 +61,18 @@ def _last_seen(last_event_id: int | None) -> int:
     return max(seen, 0)
 
 
-def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: float) -> Iterator[str]:
+def _stream(
+    db: Database, job_id: str, after: int, lease_id: str, *, poll_s: float, max_s: float
+) -> Iterator[str]:
     deadline = time.monotonic() + max_s
-    quiet_since = time.monotonic()
+    quiet_since = renewed = time.monotonic()
     yield "retry: 2000\n\n"
     while True:
+        if time.monotonic() - renewed >= stream_leases.LEASE_S / 3:
+            renewed = time.monotonic()
+            with db.transaction() as session:
+                if not stream_leases.renew(session, lease_id):
+                    return  # the slot lapsed (a stalled process): the client reconnects and resumes
         with db.transaction() as session:
             # The status first: every event committed before it is then visible to the next read
             # (PostgreSQL reads each statement at its own snapshot), so a final status comes with
@@ -83,20 +105,48 @@ def _stream(db: Database, job_id: str, after: int, *, poll_s: float, max_s: floa
 @blp.arguments(EventStreamArgsSchema, location="query", as_kwargs=True)
 @blp.response(200, content_type="text/event-stream", description="The job's events, then the stream ends")
 @blp.alt_response(204, description="The job is final and the client has seen its last event")
+@blp.alt_response(
+    429, description="The tenant has as many streams open as it may (Retry-After says when to try)"
+)
 def stream_events(job_id: str, last_event_id: int | None = None) -> Any:
     """The job's events as they happen (`id:` is the job's seq), from the first one after
     Last-Event-ID; the stream ends once the job is completed, failed, dead-lettered or cancelled."""
     svc = services()
     after = _last_seen(last_event_id)
-    with svc.db.transaction() as session:
-        job = get_job(session, job_id, tenant_id=g.caller.tenant_id)
-        if job is None:
-            raise NotFoundError("No such job.")
-        if job.status in FINAL and job.seq <= after:
-            # Nothing more will come: 204 tells an EventSource to stop reconnecting.
-            return Response(status=204)
+    slots: threading.BoundedSemaphore | None = current_app.extensions.get(SLOTS)
+    if slots is not None and not slots.acquire(blocking=False):
+        raise StreamsBusyError(retry_after_s=5)
+    try:
+        with svc.db.transaction() as session:
+            job = get_job(session, job_id, tenant_id=g.caller.tenant_id)
+            if job is None:
+                raise NotFoundError("No such job.")
+            if job.status in FINAL and job.seq <= after:
+                # Nothing more will come: 204 tells an EventSource to stop reconnecting.
+                if slots is not None:
+                    slots.release()
+                return Response(status=204)
+            lease_id = stream_leases.acquire(
+                session, g.caller.tenant_id, cap=svc.settings.events_max_streams_per_tenant
+            )
+    except BaseException:
+        if slots is not None:
+            slots.release()
+        raise
     stream = _stream(
-        svc.db, job_id, after, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
+        svc.db, job_id, after, lease_id, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
     )
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-    return Response(stream, status=200, mimetype="text/event-stream", headers=headers)
+    response = Response(stream, status=200, mimetype="text/event-stream", headers=headers)
+    # The server closes the response when the stream ends or the client goes, started or not.
+    response.call_on_close(lambda: _release(svc.db, lease_id, slots))
+    return response
+
+
+def _release(db: Database, lease_id: str, slots: threading.BoundedSemaphore | None) -> None:
+    try:
+        with db.transaction() as session:
+            stream_leases.release(session, lease_id)
+    finally:
+        if slots is not None:
+            slots.release()

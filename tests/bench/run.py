@@ -10,7 +10,8 @@ a SIGKILL), upload (the gateway's memory during a large upload), fairness (two t
 upload's latency during a reindex beside its latency alone), ocr (CPU per page with and without the
 confidence rule, with three languages, with script detection), webhooks (how soon a webhook leaves after
 its event commits, on an idle system), search (dense, keyword and hybrid search latency in Qdrant local
-mode over 10,000 and 50,000 points). `--quick` runs
+mode over 10,000 and 50,000 points), starvation (another tenant's latency while one holds event streams
+and half-sent requests hold connections, in both topologies). `--quick` runs
 each part smaller. Prints a Markdown report and writes it to `--out` when every part ran (in full or
 quick). Everything it starts is stopped, and its folders and Redis keys removed, before it returns.
 """
@@ -35,6 +36,7 @@ from tests.bench import (
     ocr_cost,
     recovery,
     search_latency,
+    starvation,
     webhook_latency,
     worker_memory,
 )
@@ -63,6 +65,7 @@ PARTS = (
     "ocr",
     "webhooks",
     "search",
+    "starvation",
 )
 # The end-to-end figures measured earlier on such machines (ARCHITECTURE.md §10).
 REFERENCE_TEXT_S = 9.0
@@ -107,6 +110,9 @@ def main() -> None:
             if quick
             else search_latency.measure_search_latency((10_000, 50_000), 30)
         ),
+        "starvation": lambda: (
+            starvation.measure_starvation(10, 40, 50) if quick else starvation.measure_starvation()
+        ),
     }
     for part in parts:
         step(part)
@@ -131,6 +137,9 @@ def main() -> None:
         sections.append(webhook_latency.webhook_section(found["webhooks"]))  # type: ignore[arg-type]
     if "search" in found:
         sections.append(search_latency.search_section(found["search"]))  # type: ignore[arg-type]
+    if "starvation" in found:
+        rows, (streams, halves) = found["starvation"], (10, 40) if quick else (50, 200)
+        sections.append(starvation.starvation_section(rows, streams, halves))  # type: ignore[arg-type]
     results = Results(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") + (" (quick mode)" if quick else ""),
         duration_s=time.monotonic() - started,
