@@ -14,16 +14,23 @@ from gateway.services import services
 from shared import sparse
 from shared.models import Tenant
 from shared.search_filter import MetadataCondition, SearchFilter
+from shared.settings import Settings
 from shared.vectorstore import Hit
 
 blp = Blueprint("search", __name__, description="Search the tenant's documents")
+
+
+def default_mode(settings: Settings) -> str:
+    """Hybrid with a Qdrant server; dense in Qdrant local mode, where keyword scoring is a Python loop
+    over the points and hybrid measured several times slower than dense (docs/benchmarks.md)."""
+    return "dense" if settings.local_qdrant else "hybrid"
 
 
 @blp.route("/v1/search", methods=["GET"])
 @tenant_required
 @blp.arguments(SearchArgsSchema, location="query", as_kwargs=True)
 @blp.response(200, SearchResponseSchema)
-def search(q: str, top_k: int, mode: str, document_id: str | None = None) -> Any:
+def search(q: str, top_k: int, mode: str | None = None, document_id: str | None = None) -> Any:
     """The chunks that best answer `q`, best first, with their pages and documents."""
     narrow = SearchFilter(document_ids=(document_id,)) if document_id else None
     return _search(q, top_k=top_k, mode=mode, narrow=narrow, min_score=None)
@@ -44,14 +51,19 @@ def search_filtered(body: dict[str, Any]) -> Any:
         metadata=tuple(MetadataCondition(**c) for c in given.get("metadata", [])),
     )
     return _search(
-        body["query"], top_k=body["top_k"], mode=body["mode"], narrow=narrow, min_score=body.get("min_score")
+        body["query"],
+        top_k=body["top_k"],
+        mode=body.get("mode"),
+        narrow=narrow,
+        min_score=body.get("min_score"),
     )
 
 
 def _search(
-    query: str, *, top_k: int, mode: str, narrow: SearchFilter | None, min_score: float | None
+    query: str, *, top_k: int, mode: str | None, narrow: SearchFilter | None, min_score: float | None
 ) -> Any:
     svc = services()
+    mode = mode or default_mode(svc.settings)
     store = svc.vectors
     with svc.db.transaction() as session:
         tenant = session.get(Tenant, g.caller.tenant_id)

@@ -115,7 +115,11 @@ def search_section(result: SearchLatency) -> str:
         "`tests/bench/search_latency.py`: `VectorStore.search` on Qdrant local mode (exact search, one "
         f"process), {queries} queries per row, top 5, over synthetic points (384-d random vectors, "
         "150-word chunks from a Zipf vocabulary, half of them another tenant's). Keyword and hybrid count "
-        "IDF over the tenant's own points on every query.\n\n"
+        "IDF over the tenant's own points on every query. Local mode filters and scores in Python over "
+        "every point, so its cost grows with the collection: this is why search defaults to dense in the "
+        "embedded topology. A Qdrant server scores in Rust with payload indexes on the tenant (`is_tenant`) "
+        "and an HNSW index for the dense vectors, so neither figure grows like this there; no server runs "
+        "here to measure it.\n\n"
         + "\n".join(rows)
         + f"\n\nLoad average {result.load[0]:.1f} before, {result.load[1]:.1f} after, "
         f"on {os.cpu_count()} cores."
