@@ -9,13 +9,13 @@ session and never commit.
 
 from __future__ import annotations
 
-from sqlalchemy import update
+from sqlalchemy import and_, case, update
 from sqlalchemy.orm import Session
 
 from shared.errors import StaleTransitionError
 from shared.job_events import record_event
 from shared.jobs import compare_and_set, stage_progress
-from shared.models import Job, JobStage, JobStatus
+from shared.models import Job, JobStage, JobStatus, utcnow
 from shared.queue import pipeline_of_stage
 
 
@@ -50,14 +50,16 @@ def add_units(session: Session, job_id: str, stage: str, done: int) -> int | Non
         return None
     low, high = stage_bounds(stage)
     progress = low + (high - low) * min(row.units_done, row.units_total) // row.units_total
+    now = utcnow()
+    # Not a transition: a job whose stage goes on in parts keeps its hand-off as recent as this write,
+    # or the sweeper would take the parts' progress for a hand-off lost after it.
+    handed_on = case(
+        (and_(Job.handed_on_at.is_not(None), Job.handed_on_at >= Job.updated_at), now), else_=Job.handed_on_at
+    )
+    values = {"progress": progress, "updated_at": now, "handed_on_at": handed_on}
     try:
         snapshot = compare_and_set(
-            session,
-            job_id,
-            [JobStatus.RUNNING],
-            {"progress": progress},
-            Job.stage == stage,
-            Job.progress < progress,
+            session, job_id, [JobStatus.RUNNING], values, Job.stage == stage, Job.progress < progress
         )
     except StaleTransitionError:
         return None  # the job moved on, or another worker's count already took it further

@@ -106,7 +106,7 @@ def compare_and_set(
     """The one write every change of a job goes through: `values` (with `seq` bumped) if the job is
     in one of the `expected` states and meets `where`, else `StaleTransitionError`."""
     # A change of the job ends any wait (`shared/job_waiting.py`) unless it names one itself.
-    values = {"waiting": None, **values, "seq": Job.seq + 1, "updated_at": utcnow()}
+    values = {"waiting": None, "updated_at": utcnow(), **values, "seq": Job.seq + 1}
     stmt = (
         update(Job)
         .where(Job.id == job_id, Job.status.in_([s.value for s in expected]), *where)

@@ -62,7 +62,16 @@ def points(res: Resources, tenant_id: str, document_id: str) -> list[Any]:
 
 def test_the_builder_puts_metadata_under_its_own_key() -> None:
     # Given an origin whose metadata names every reserved payload key
-    origin = PointOrigin("t1", "d1", "j1", 3, "m", None, None, metadata=HOSTILE)
+    origin = PointOrigin(
+        tenant_id="t1",
+        document_id="d1",
+        job_id="j1",
+        index_version=3,
+        embedding_model="m",
+        extractor_version=None,
+        chunker_version=None,
+        metadata=HOSTILE,
+    )
     # When a chunk's point is built
     _, (payload,) = index_points([Chunk(0, "text", 1, 1, 0, 4, token_count=1)], origin)
     # Then the payload's own keys are the origin's, and the metadata sits whole under `metadata`

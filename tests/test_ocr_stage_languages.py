@@ -24,8 +24,12 @@ PAGES = ["A first scanned page.", "A second scanned page.", "A third scanned pag
 def fake_reader(seen: list[str]) -> Any:
     """OCR that records the languages asked for and reads page 2 as a picture (only doubtful words)."""
 
-    def read(res: Any, path: str, wanted: list[int], *, languages: str, check: Any) -> dict[int, PageReading]:
+    def read(
+        res: Any, path: str, wanted: list[int], *, languages: str, check: Any, progress: Any = None
+    ) -> dict[int, PageReading]:
         seen.append(languages)
+        if progress is not None:
+            progress.add(len(wanted))
         return {
             n: PageReading("", words_read=40, words_kept=0) if n == 2 else PageReading(PAGES[n - 1], 4, 4)
             for n in wanted

@@ -58,7 +58,14 @@ def corpus(
         chunks = _result(entry["file"]).chunks
         documents[entry["file"]] = chunks
         origin = PointOrigin(
-            TENANT, entry["file"], f"job-{entry['file']}", 1, embedder.model_name, None, None, entry["file"]
+            tenant_id=TENANT,
+            document_id=entry["file"],
+            job_id=f"job-{entry['file']}",
+            index_version=1,
+            embedding_model=embedder.model_name,
+            extractor_version=None,
+            chunker_version=None,
+            filename=entry["file"],
         )
         ids, payloads = index_points(chunks, origin)
         vectors = [

@@ -13,8 +13,10 @@ from sqlalchemy import select
 
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.resources import Resources
+from ingest_worker.sweeper import sweep
 from shared import job_progress, job_stages, jobs, operations
 from shared.errors import TransientError
+from shared.job_hand_offs import await_parts
 from shared.job_progress import stage_bounds
 from shared.job_waiting import RETRY_DELAY, TENANT_SLOT, mark_waiting
 from shared.models import Document, Job, JobEvent
@@ -166,3 +168,20 @@ def _running_job(session: Any, stage: str) -> str:
     job_stages.claim_stage(session, job_id, stage)
     jobs.start(session, job_id, stage)
     return job_id
+
+
+def test_progress_of_parts_is_not_taken_for_a_lost_hand_off(sqlite_db: Any, settings: Settings) -> None:
+    # Given a job whose OCR goes on in page ranges (its hand-off is the ranges' messages)
+    with sqlite_db.transaction() as session:
+        job_id = _running_job(session, "ocr")
+        job_progress.begin_units(session, job_id, "ocr", 10)
+        await_parts(session, job_id)
+    # When a range counts its pages, and the sweeper looks once the hand-off stall has passed
+    with sqlite_db.transaction() as session:
+        assert job_progress.add_units(session, job_id, "ocr", 3) is not None
+    time.sleep(0.05)
+    resumed = sweep(sqlite_db, settings.replace(handoff_stall_s=0))
+    # Then it resumes nothing: the progress write is not a transition after the hand-off
+    assert resumed == 0
+    with sqlite_db.transaction() as session:
+        assert _job(session, job_id).recoveries == 0

@@ -13,7 +13,7 @@ from shared.sparse import SparseVector, document_vector
 POINT_NAMESPACE = uuid.UUID("6f2b8a1e-4c1d-5e7a-9b3f-2d8c0e4a7b61")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PointOrigin:
     """What every point of one job carries besides its chunk: whose it is and what made it."""
 
