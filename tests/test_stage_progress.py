@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.resources import Resources
@@ -19,7 +19,7 @@ from shared.errors import TransientError
 from shared.job_hand_offs import await_parts
 from shared.job_progress import stage_bounds
 from shared.job_waiting import RETRY_DELAY, TENANT_SLOT, mark_waiting
-from shared.models import Document, Job, JobEvent
+from shared.models import Document, Job, JobEvent, OutboxMessage, utcnow
 from shared.queue import actor_for
 from shared.settings import Settings
 from shared.tenants import create_tenant
@@ -176,6 +176,9 @@ def test_progress_of_parts_is_not_taken_for_a_lost_hand_off(sqlite_db: Any, sett
         job_id = _running_job(session, "ocr")
         job_progress.begin_units(session, job_id, "ocr", 10)
         await_parts(session, job_id)
+        session.execute(
+            update(OutboxMessage).where(OutboxMessage.job_id == job_id).values(published_at=utcnow())
+        )
     # When a range counts its pages, and the sweeper looks once the hand-off stall has passed
     with sqlite_db.transaction() as session:
         assert job_progress.add_units(session, job_id, "ocr", 3) is not None
