@@ -28,10 +28,13 @@ def _parser() -> argparse.ArgumentParser:
     upload.add_argument("--callback-url")
     upload.add_argument("--ocr-languages", help="e.g. deu+eng")
     upload.add_argument("--force", action="store_true", help="ingest again what is already there")
-    search = commands.add_parser("search", help="semantic search over your documents")
+    search = commands.add_parser("search", help="search your documents (hybrid, dense or keyword)")
     search.add_argument("query")
     search.add_argument("--top-k", type=int, default=5)
     search.add_argument("--document", help="only this document's chunks")
+    search.add_argument(
+        "--mode", choices=("hybrid", "dense", "keyword"), help="the service's default if unset"
+    )
     jobs = commands.add_parser("jobs", help="your jobs, newest first")
     jobs.add_argument("--status", help="queued, running, completed, failed, dead_lettered, cancelled, ...")
     jobs.add_argument("--kind", help="ingest, delete or reindex")
@@ -81,7 +84,7 @@ def run(args: argparse.Namespace, client: Client, console: Console) -> int:
             force=args.force,
         )
     if args.command == "search":
-        answer = client.search(args.query, top_k=args.top_k, document_id=args.document)
+        answer = client.search(args.query, top_k=args.top_k, document_id=args.document, mode=args.mode)
         rows = [
             (f"{r['score']:.3f}", r["document_id"], f"{r['page_start']}-{r['page_end']}", r["text"][:80])
             for r in answer["results"]

@@ -184,10 +184,26 @@ class Client(AdminCalls, DocumentCalls):
 
     # --- Search ----------------------------------------------------------------------------------
 
-    def search(self, query: str, *, top_k: int = 10, document_id: str | None = None) -> dict[str, Any]:
-        """The chunks closest to `query`: `{"query", "index_version", "results"}`."""
-        params = _params(q=query, top_k=top_k, document_id=document_id)
-        return self.http.json("GET", "/v1/search", params=params)
+    def search(
+        self,
+        query: str,
+        *,
+        top_k: int = 10,
+        document_id: str | None = None,
+        mode: str | None = None,
+        min_score: float | None = None,
+        filter: Mapping[str, Any] | None = None,  # noqa: A002 (the API's own name)
+    ) -> dict[str, Any]:
+        """The chunks that best answer `query`: `{"query", "mode", "index_version", "results"}`.
+        `mode` is hybrid, dense or keyword (the service's default when None); `filter` takes
+        document_ids, filename, page_from, page_to and metadata conditions (see the API docs)."""
+        body: dict[str, Any] = {"query": query, "top_k": top_k, **_params(mode=mode, min_score=min_score)}
+        narrow = dict(filter or {})
+        if document_id is not None:
+            narrow["document_ids"] = [document_id]
+        if narrow:
+            body["filter"] = narrow
+        return self.http.json("POST", "/v1/search", json=body)
 
     # --- Webhooks --------------------------------------------------------------------------------
 

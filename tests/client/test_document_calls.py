@@ -50,3 +50,22 @@ def test_metadata_content_and_the_original_through_the_client(served: Served, tm
             with pytest.raises(ApiError) as refused:
                 call()
             assert refused.value.status == 404
+
+
+def test_search_modes_and_filters_through_the_client(served: Served) -> None:
+    with served.client(served.tenant_key()) as client:
+        # Given two documents with metadata
+        first = client.upload([("warranty.pdf", PDF)], metadata={"team": "support"})[0]
+        second = client.upload([("other.pdf", text_pdf(["Zircon gaskets need torque. " * 30]))])[0]
+        assert _finish(client, first.job_id) == _finish(client, second.job_id) == "completed"
+
+        # When it searches each way, and through a metadata filter
+        modes = {m: client.search("warranty parts", top_k=3, mode=m)["mode"] for m in ("dense", "keyword")}
+        kept = client.search(
+            "gaskets", top_k=5, filter={"metadata": [{"key": "team", "eq": "support"}]}, mode="dense"
+        )["results"]
+
+        # Then each mode answers as asked and the filter keeps only the matching document's chunks
+        assert modes == {"dense": "dense", "keyword": "keyword"}
+        assert kept and {h["document_id"] for h in kept} == {first.document_id}
+        assert all(h["metadata"] == {"team": "support"} for h in kept)
