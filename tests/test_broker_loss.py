@@ -28,6 +28,33 @@ def count(resources: Resources, status: str) -> int:
         return int(session.scalar(select(func.count()).select_from(Job).where(Job.status == status)) or 0)
 
 
+def upload_burst(service: Any, jobs: int, *, then_wait_for: int) -> None:
+    """`jobs` uploads of one-page text PDFs (no OCR: tesseract is not what these tests are about), then
+    wait until `then_wait_for` of them completed."""
+    client: Any = service.app.test_client()
+    key = tenant_key(service.app, "acme")
+    for n in range(jobs):
+        body = io.BytesIO(text_pdf([f"Burst document number {n}, one of {jobs}."]))
+        response = client.post("/v1/documents", headers=auth(key), data={"file": (body, "b.pdf")})
+        assert response.status_code == 202
+    wait_completed(service.resources, then_wait_for, timeout_s=60)
+
+
+def wait_completed(resources: Resources, jobs: int, *, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while count(resources, "completed") < jobs and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def assert_one_point_per_chunk(resources: Resources) -> None:
+    with resources.db.transaction() as session:
+        chunks = session.scalar(select(func.sum(Job.chunks)))
+        points = session.scalar(select(func.sum(Job.points)))
+    store = resources.vectors
+    collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
+    assert chunks == points == store.client.count(collection, exact=True).count
+
+
 def test_every_job_completes_after_redis_is_flushed_mid_burst(settings: Settings, private_redis: str) -> None:
     settings = settings.replace(
         broker_url=private_redis,
@@ -37,38 +64,19 @@ def test_every_job_completes_after_redis_is_flushed_mid_burst(settings: Settings
         tenant_max_concurrency=0,
     )
     with in_process_service(settings, threads=2, maintenance=True) as service:
-        resources = service.resources
-        client: Any = service.app.test_client()
-        key = tenant_key(service.app, "acme")
         # Given a burst of 100 uploads being processed
-        for n in range(JOBS):
-            # (enough text that no page needs OCR: tesseract is not what this test is about)
-            body = io.BytesIO(text_pdf([f"Burst document number {n}, one of a hundred."]))
-            assert (
-                client.post("/v1/documents", headers=auth(key), data={"file": (body, "b.pdf")}).status_code
-                == 202
-            )
-        deadline = time.monotonic() + 60
-        while count(resources, "completed") < 10 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        upload_burst(service, JOBS, then_wait_for=10)
         # When Redis loses everything it held
         redis.Redis.from_url(private_redis).flushall()
         flushed_at = time.monotonic()
-        lost = JOBS - count(resources, "completed")
+        lost = JOBS - count(service.resources, "completed")
         # Then every job still completes
-        deadline = time.monotonic() + 180
-        while count(resources, "completed") < JOBS and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_completed(service.resources, JOBS, timeout_s=180)
         print(f"{lost} unfinished jobs recovered {time.monotonic() - flushed_at:.1f}s after the flush")
-        assert count(resources, "completed") == JOBS
+        assert count(service.resources, "completed") == JOBS
         assert lost > 0
         # With one point per chunk, none lost or duplicated
-        with resources.db.transaction() as session:
-            chunks = session.scalar(select(func.sum(Job.chunks)))
-            points = session.scalar(select(func.sum(Job.points)))
-        store = resources.vectors
-        collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
-        assert chunks == points == store.client.count(collection, exact=True).count
+        assert_one_point_per_chunk(service.resources)
 
 
 @pytest.mark.rabbitmq
@@ -85,29 +93,13 @@ def test_every_job_completes_after_rabbitmq_is_restarted_mid_burst(
         bulk_max_concurrency=0,
     )
     with in_process_service(settings, threads=2, maintenance=True) as service:
-        resources = service.resources
-        client: Any = service.app.test_client()
-        key = tenant_key(service.app, "acme")
         # Given a burst of uploads being processed
-        for n in range(JOBS // 2):
-            body = io.BytesIO(text_pdf([f"Burst document number {n}, one of fifty."]))
-            response = client.post("/v1/documents", headers=auth(key), data={"file": (body, "b.pdf")})
-            assert response.status_code == 202
-        deadline = time.monotonic() + 60
-        while count(resources, "completed") < 5 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        upload_burst(service, JOBS // 2, then_wait_for=5)
         # When the RabbitMQ node is stopped and started again
         rabbitmq_node.restart()
         restarted_at = time.monotonic()
         # Then every job still completes, with one point per chunk
-        deadline = time.monotonic() + 180
-        while count(resources, "completed") < JOBS // 2 and time.monotonic() < deadline:
-            time.sleep(0.2)
+        wait_completed(service.resources, JOBS // 2, timeout_s=180)
         print(f"all jobs completed {time.monotonic() - restarted_at:.1f}s after the restart")
-        assert count(resources, "completed") == JOBS // 2
-        with resources.db.transaction() as session:
-            chunks = session.scalar(select(func.sum(Job.chunks)))
-            points = session.scalar(select(func.sum(Job.points)))
-        store = resources.vectors
-        collection = store.collection(resources.embedder.model_name, resources.embedder.dimension)
-        assert chunks == points == store.client.count(collection, exact=True).count
+        assert count(service.resources, "completed") == JOBS // 2
+        assert_one_point_per_chunk(service.resources)
