@@ -43,9 +43,11 @@ def chunk_pages(
     extraction measured, or on pages without measurements a short one-line paragraph) opens a new chunk
     unless the chunk so far holds under a quarter of the window: then the chunk goes on into the next
     section and carries every heading it spans (`sections`), so short sections and slides make chunks
-    of real size. A heading never ends a chunk. A small last chunk is folded into the one before when
-    both fit. Tables are never split while they fit the window. Other chunks start with up to
-    `overlap_tokens` tokens (whole words) from the end of the one before. Chunks carry their 1-based
+    of real size. A heading never ends a chunk. The rest of a section (or of the document) under half the
+    window repeats more of the text before it than the overlap, up to half the window, so it is no
+    orphan of a few words. A small last chunk is folded into the one before when both fit. Tables are
+    never split while they fit the window. Other chunks start with up to `overlap_tokens` tokens (whole
+    words) from the end of the one before. Chunks carry their 1-based
     page range, offsets (see the module docstring), exact token count, the heading of their section and
     the headings they span. Returns no chunks when the pages hold no text.
     Deterministic; the text handed to count_tokens adds up to a small multiple of the document's.
@@ -103,7 +105,8 @@ def chunk_pages(
         # A chunk that opens a section or a table starts clean; otherwise it repeats the previous
         # chunk's tail, as much of the overlap as leaves room for its first piece.
         budget = min(overlap_tokens, max_tokens - pieces[i][2])
-        if previous and budget > 0 and pieces[i][0] not in section_starts and pieces[i][0] not in tables:
+        continues = previous is not None and pieces[i][0] not in section_starts and pieces[i][0] not in tables
+        if previous and continues and budget > 0:
             tail = _overlap(text, pieces, *previous, budget, count_tokens)
             if tail:
                 start, tokens = tail
@@ -113,6 +116,14 @@ def chunk_pages(
         while j < len(pieces) and fits(j, tokens):
             tokens += pieces[j][2]
             j += 1
+        if previous and continues and overlap_tokens and tokens * 2 < max_tokens:
+            # The rest of a section, under half the window: alone it would be an orphan of a few words,
+            # so it repeats more of the text before it, up to half the window (chunks that overlap at
+            # all; without overlap they tile the text).
+            own = sum(piece[2] for piece in pieces[i:j])
+            tail = _overlap(text, pieces, *previous, max_tokens // 2 - own, count_tokens)
+            if tail and tail[0] < start:
+                start, tokens = tail[0], tail[1] + own
         start, j, tokens = _fit(text, pieces, i, start, j, max_tokens, count_tokens)
         chunks.append(chunk(start, pieces[j - 1][1], tokens))
         previous, i = (i, j, start), j

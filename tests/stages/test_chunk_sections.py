@@ -70,3 +70,24 @@ def test_a_heading_never_makes_a_chunk_of_its_own() -> None:
     # Then the heading opens a chunk that also holds text of its section
     assert chunks[0].text.startswith("Carriage Terms\n\nClause 0")
     assert all(c.text.strip() != "Carriage Terms" for c in chunks)
+
+
+def test_the_rest_of_a_section_is_no_orphan_of_a_few_words() -> None:
+    # Given a section whose first paragraph nearly fills the window and whose last is a short line,
+    # then a long next section that the short line cannot join
+    clauses = " ".join(f"Clause {k} binds the carrier." for k in range(40))
+    paragraph = chunked([PageText(number=1, text=clauses, needs_ocr=False)], overlap_tokens=0)[0].text
+    terms = " ".join(f"Term {k} of the schedule applies to the pallet." for k in range(12))
+    text = f"Carriage\n\n{paragraph}\n\nSee annex B.\n\nSchedule\n\n{terms}"
+    pages = [PageText(number=1, text=text, needs_ocr=False)]
+
+    # When chunked with an overlap
+    chunks = chunked(pages)
+
+    # Then the chunk ending the section with the short line repeats enough of the text before it to
+    # hold half the window, and it stays in its section
+    rest = next(c for c in chunks if c.text.endswith("See annex B."))
+    before = chunks[rest.index - 1]
+    assert before.char_start < rest.char_start < before.char_end
+    assert rest.token_count >= MAX_TOKENS // 2
+    assert rest.sections == ("Carriage",)
