@@ -193,6 +193,25 @@ def test_a_tenant_limit_above_the_service_default_takes_a_file_of_that_size(
     assert response.status_code == 202, response.text
 
 
+def test_a_body_let_in_after_100_continue_is_read_whole(served: tuple[str, Database], tmp_path: Path) -> None:
+    # Given a tenant allowed 3 MB, and a 2 MB PDF
+    base, db = served
+    key = _tenant(db, "big", max_upload_mb=3)
+    path = tmp_path / "a.pdf"
+    path.write_bytes(text_pdf(["A large one."]) + b"\n" * (2 * MB))
+
+    # When curl uploads it, waiting for 100 Continue before it sends the body
+    command = ["curl", "-sS", "-w", "\n%{http_code}", "-H", "Expect: 100-continue"]
+    command += ["-H", f"Authorization: Bearer {key}", "-F", f"file=@{path};type=application/pdf"]
+    done = subprocess.run([*command, f"{base}/v1/documents"], capture_output=True, text=True, timeout=60)
+
+    # Then the body is sent after the server's word, and the upload accepted
+    assert done.returncode == 0, done.stderr
+    body, _, answered = done.stdout.rpartition("\n")
+    assert int(answered) == 202, body
+    assert json.loads(body)["status"] == "queued"
+
+
 def test_open_streams_and_half_sent_requests_do_not_starve_another_tenant(
     gateway: tuple[str, Database],
 ) -> None:
