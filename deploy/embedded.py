@@ -12,6 +12,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from deploy.body_gate import upload_gate
 from deploy.waitress_server import make_server
 from gateway.api.events import limit_streams_per_process
 from gateway.app import create_app
@@ -64,8 +65,10 @@ def main() -> None:
     )
     try:
         limit_streams_per_process(app, STREAM_SLOTS)
+        # A large body is read only once the gateway's key and limit checks let it in.
         server = make_server(
             app,
+            upload_gate(app),
             host=settings.host,
             port=settings.port,
             threads=SERVER_THREADS,

@@ -1,5 +1,9 @@
 """Gunicorn settings for the gateway, taken from the same `INGEST_*` settings as every other process."""
 
+import time
+from typing import Any
+
+from deploy import lingering
 from shared.settings import Settings
 
 _settings = Settings.from_env()
@@ -58,3 +62,24 @@ def child_exit(server: object, worker: object) -> None:
     from shared.metrics import mark_process_dead
 
     mark_process_dead(worker.pid)  # type: ignore[attr-defined]
+
+
+# A request body over this size that the gateway refused unread is not read afterwards either.
+_UNREAD_BODY_BYTES = 64 * 1024
+
+
+def post_request(worker: object, req: object, environ: dict[str, Any], resp: object) -> None:
+    """Close the connection after an error answer to a request with a large body, instead of reading
+    (to discard it, for keep-alive) whatever the client still sends: the refused body stays unread.
+    The close lingers first (deploy/lingering.py), in this request's greenlet."""
+    large = int(environ.get("CONTENT_LENGTH") or 0) > _UNREAD_BODY_BYTES
+    chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+    if not (large or chunked) or getattr(resp, "status_code", 200) < 400:
+        return
+    req.must_close = True  # type: ignore[attr-defined]
+    sock = environ.get("gunicorn.socket")
+    if sock is not None:
+        lingering.half_close(sock)
+        deadline = time.monotonic() + lingering.LINGER_S
+        while time.monotonic() < deadline and not lingering.client_closed(sock):
+            time.sleep(0.05)  # gevent's sleep in a gevent worker

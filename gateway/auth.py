@@ -27,7 +27,9 @@ class Caller:
     max_upload_mb: int | None = None
 
 
-def _caller() -> Caller:
+def authenticate() -> Caller:
+    """The caller this request's bearer key belongs to (401 without a valid key, 403 for a
+    suspended tenant), from the headers alone."""
     header = request.headers.get("Authorization", "")
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
@@ -53,7 +55,7 @@ def tenant_required(view: F) -> F:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        caller = _caller()
+        caller = authenticate()
         if caller.tenant_id is None:
             raise ForbiddenError("This call needs a tenant's API key.")
         g.caller = caller
@@ -67,7 +69,7 @@ def admin_required(view: F) -> F:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        caller = _caller()
+        caller = authenticate()
         if caller.role != KeyRole.ADMIN.value:
             raise ForbiddenError("This call needs an admin API key.")
         g.caller = caller

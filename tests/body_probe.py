@@ -1,8 +1,13 @@
 """A raw-socket client that announces a large body and counts how much of it a real HTTP server took
-before it answered, and whether the answer arrived or the connection was reset."""
+before it answered, and whether the answer arrived or the connection was reset.
+
+What the server read is what the client sent less what still sits in the two sockets' queues (the
+client's unsent bytes and the server's unread ones), which Linux shows in /proc/net/tcp for every
+socket on the machine, a server process's too."""
 
 from __future__ import annotations
 
+import json
 import select
 import socket
 import time
@@ -17,6 +22,60 @@ class ProbeResult:
     sent_bytes: int  # body bytes the server's socket accepted before the answer
     reset: bool
     elapsed_s: float
+    read_bytes: int = 0  # body bytes the server had read from its socket when it answered
+    code: str | None = None  # the answer's problem+json code
+
+
+def _queues(local: tuple[str, int], remote: tuple[str, int]) -> tuple[int, int] | None:
+    """(unsent, unread) bytes of the loopback socket `local` → `remote`, from /proc/net/tcp."""
+
+    def hex_address(address: tuple[str, int]) -> str:
+        return socket.inet_aton(address[0])[::-1].hex().upper() + f":{address[1]:04X}"
+
+    wanted = (hex_address(local), hex_address(remote))
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if (fields[1], fields[2]) == wanted:
+                unsent, unread = fields[4].split(":")
+                return int(unsent, 16), int(unread, 16)
+    return None
+
+
+def _read_by_server(mine: tuple[str, int], theirs: tuple[str, int], written: int) -> int | None:
+    """How much of the `written` bytes the server's process has taken from its socket (`theirs`),
+    if both sockets are still there."""
+    client, server = _queues(mine, theirs), _queues(theirs, mine)
+    if client is None or server is None:
+        return None
+    return written - client[0] - server[1]
+
+
+def _final(data: bytes) -> bytes:
+    # The final answer, after any interim ones (100 Continue).
+    while data.startswith(b"HTTP/1.1 1") and b"\r\n\r\n" in data:
+        _, _, data = data.partition(b"\r\n\r\n")
+    return data
+
+
+def _whole(data: bytes) -> bool:
+    """Whether the final answer's head and its Content-Length of body are all in."""
+    head, found, body = _final(data).partition(b"\r\n\r\n")
+    if not found or _status(data) is None:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(body) >= int(value)
+    return True
+
+
+def _code(data: bytes) -> str | None:
+    _, _, body = _final(data).partition(b"\r\n\r\n")
+    try:
+        return str(json.loads(body)["code"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _status(data: bytes) -> int | None:
@@ -44,8 +103,10 @@ def probe(
     head += ["Content-Type: multipart/form-data; boundary=x"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     head += ["Expect: 100-continue"] if expect_continue else []
-    sock.sendall(("\r\n".join(head) + "\r\n\r\n").encode())
-    sent, answer, reset = 0, b"", False
+    request_head = ("\r\n".join(head) + "\r\n\r\n").encode()
+    sock.sendall(request_head)
+    ends = sock.getsockname(), sock.getpeername()
+    sent, answer, reset, read = 0, b"", False, 0
     if expect_continue:
         ready, _, _ = select.select([sock], [], [], 1.0)
         if ready:
@@ -53,7 +114,8 @@ def probe(
     sock.setblocking(False)
     deadline = started + timeout_s
     try:
-        while time.monotonic() < deadline and _status(answer) is None:
+        while time.monotonic() < deadline and not _whole(answer):
+            read = max(read, _read_by_server(*ends, len(request_head) + sent) or 0)
             readable, writable, _ = select.select([sock], [sock] if sent < announced else [], [], 0.5)
             if readable:
                 data = sock.recv(65536)
@@ -67,8 +129,12 @@ def probe(
                     pass
                 except BrokenPipeError:
                     sent = sent  # the server stopped reading: wait for its answer
+        # Once more with the answer in: a server reads nothing of this body after answering.
+        read = max(read, _read_by_server(*ends, len(request_head) + sent) or 0)
     except ConnectionResetError:
         reset = True
     finally:
         sock.close()
-    return ProbeResult(_status(answer), sent, reset, time.monotonic() - started)
+    elapsed = time.monotonic() - started
+    body_read = max(0, read - len(request_head))
+    return ProbeResult(_status(answer), sent, reset, elapsed, body_read, _code(answer))

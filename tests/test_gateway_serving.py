@@ -1,11 +1,15 @@
-"""The production gateway (gunicorn with deploy/gunicorn.conf.py) as a real server process: limits
-answered before the body is read, and no client or tenant can starve the others."""
+"""The gateway as each topology serves it: `make gateway`'s gunicorn (deploy/gunicorn.conf.py) as a real
+server process, and `make run`'s waitress server with its upload gate (deploy/embedded.py's options) in
+this process. Limits are answered before the body is read, to a raw socket, `requests` and `curl`
+alike, and no client or tenant can starve the others."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +19,14 @@ import pytest
 import requests
 from sqlalchemy import update
 
+from deploy.body_gate import upload_gate
+from deploy.embedded import SERVER_OPTIONS, SERVER_THREADS
+from deploy.waitress_server import make_server
+from gateway.app import create_app
 from shared.db import Database
 from shared.models import Tenant
+from shared.queue import Publisher, make_broker
+from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.body_probe import probe
 from tests.pdfs import text_pdf
@@ -26,9 +36,12 @@ from tests.test_outbox import closed_port
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
 MB = 1024 * 1024
-# Loopback socket buffers take a few MB whether the server reads or not; a server that read the
-# body would take all of it.
-SOCKET_BUFFERS = 8 * MB
+# At most this much of a refused body may be read (the probe sees what the server's socket gave it).
+READ_AT_MOST = 64 * 1024
+# Who posts the large body, and the answer it gets: over its limit, or without a key.
+REFUSALS = [(True, 413, "upload_too_large"), (False, 401, "unauthorized")]
+# A refused body is announced this large; the test's file holds no data (sparse).
+ANNOUNCED = 300 * MB
 
 
 @pytest.fixture
@@ -65,6 +78,36 @@ def gateway(pg_db: Database, tmp_path: Path) -> Iterator[tuple[str, Database]]:
         log.close()
 
 
+@pytest.fixture
+def embedded(settings: Settings, sqlite_db: Database) -> Iterator[tuple[str, Database]]:
+    """`make run`'s server, as deploy/embedded.py builds it, on SQLite: a 1 MB service upload limit."""
+    settings = settings.replace(max_upload_mb=1)
+    app = create_app(settings, publisher=Publisher(make_broker(settings)), db=sqlite_db)
+    server = make_server(
+        app, upload_gate(app), host="127.0.0.1", port=0, threads=SERVER_THREADS, **SERVER_OPTIONS
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.effective_port}", sqlite_db
+    server.close()
+    thread.join(5)
+
+
+@pytest.fixture(params=["gateway", "embedded"])
+def served(request: pytest.FixtureRequest) -> tuple[str, Database]:
+    """Each topology's server in turn."""
+    return request.getfixturevalue(request.param)  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def announced_file(tmp_path: Path) -> Path:
+    """A 300 MB file that takes no room (sparse): what a client announces and starts to send."""
+    path = tmp_path / "big.pdf"
+    with path.open("wb") as file:
+        file.truncate(ANNOUNCED)
+    return path
+
+
 def _tenant(db: Database, name: str, **limits: Any) -> str:
     with db.transaction() as session:
         key = create_tenant(session, name)[1]
@@ -80,28 +123,67 @@ def _upload(base: str, key: str, data: bytes) -> requests.Response:
 
 @pytest.mark.parametrize("expect_continue", [False, True])
 def test_an_oversized_or_keyless_body_is_answered_before_it_is_read(
-    gateway: tuple[str, Database], expect_continue: bool
+    served: tuple[str, Database], expect_continue: bool
 ) -> None:
     # Given a tenant allowed 3 MB
-    base, db = gateway
+    base, db = served
     port = int(base.rsplit(":", 1)[1])
     key = _tenant(db, "acme", max_upload_mb=3)
 
     # When it, and a client without a key, announce 300 MB bodies
-    keyed = probe(port, 300 * MB, {"Authorization": f"Bearer {key}"}, expect_continue=expect_continue)
-    keyless = probe(port, 300 * MB, {}, expect_continue=expect_continue)
+    keyed = probe(port, ANNOUNCED, {"Authorization": f"Bearer {key}"}, expect_continue=expect_continue)
+    keyless = probe(port, ANNOUNCED, {}, expect_continue=expect_continue)
 
-    # Then each gets its answer, not a reset, with no more taken than the socket buffers hold
-    assert (keyed.status, keyed.reset) == (413, False)
-    assert (keyless.status, keyless.reset) == (401, False)
-    assert keyed.sent_bytes < SOCKET_BUFFERS and keyless.sent_bytes < SOCKET_BUFFERS
+    # Then each gets its answer, not a reset, with at most 64 KB of the body read
+    assert (keyed.status, keyed.code, keyed.reset) == (413, "upload_too_large", False)
+    assert (keyless.status, keyless.code, keyless.reset) == (401, "unauthorized", False)
+    assert keyed.read_bytes <= READ_AT_MOST and keyless.read_bytes <= READ_AT_MOST, (keyed, keyless)
+
+
+@pytest.mark.parametrize(("keyed", "status", "code"), REFUSALS)
+def test_requests_receives_the_refusal_of_a_body_it_is_still_sending(
+    served: tuple[str, Database], announced_file: Path, keyed: bool, status: int, code: str
+) -> None:
+    # Given a tenant allowed 3 MB, and a client that sends its whole body before it reads an answer
+    base, db = served
+    headers = {"Authorization": f"Bearer {_tenant(db, 'acme', max_upload_mb=3)}"} if keyed else {}
+
+    # When it posts a 300 MB file
+    with announced_file.open("rb") as body:
+        response = requests.post(f"{base}/v1/documents", headers=headers, data=body, timeout=60)
+
+    # Then it gets the problem document, not a connection error
+    assert response.status_code == status
+    assert response.headers["Content-Type"] == "application/problem+json"
+    assert response.json()["code"] == code
+
+
+@pytest.mark.parametrize("expect", ["Expect: 100-continue", "Expect:"], ids=["expect-100", "plain"])
+@pytest.mark.parametrize(("keyed", "status", "code"), REFUSALS)
+def test_curl_receives_the_refusal_of_a_large_upload(
+    served: tuple[str, Database], announced_file: Path, expect: str, keyed: bool, status: int, code: str
+) -> None:
+    # Given a tenant allowed 3 MB
+    base, db = served
+    headers = ["-H", f"Authorization: Bearer {_tenant(db, 'acme', max_upload_mb=3)}"] if keyed else []
+
+    # When curl posts a 300 MB file, waiting for 100 Continue or not (an empty header drops it)
+    command = ["curl", "-sS", "-w", "\n%{http_code}", "-H", expect, *headers]
+    command += ["-F", f"file=@{announced_file};type=application/pdf", f"{base}/v1/documents"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=60)
+
+    # Then it gets the problem document, and exits without an error
+    assert done.returncode == 0, done.stderr
+    body, _, answered = done.stdout.rpartition("\n")
+    assert int(answered) == status
+    assert json.loads(body)["code"] == code
 
 
 def test_a_tenant_limit_above_the_service_default_takes_a_file_of_that_size(
-    gateway: tuple[str, Database],
+    served: tuple[str, Database],
 ) -> None:
     # Given a service default of 1 MB and a tenant allowed 3 MB
-    base, db = gateway
+    base, db = served
     key = _tenant(db, "big", max_upload_mb=3)
 
     # When it uploads a 2 MB PDF
@@ -109,6 +191,25 @@ def test_a_tenant_limit_above_the_service_default_takes_a_file_of_that_size(
 
     # Then it is accepted
     assert response.status_code == 202, response.text
+
+
+def test_a_body_let_in_after_100_continue_is_read_whole(served: tuple[str, Database], tmp_path: Path) -> None:
+    # Given a tenant allowed 3 MB, and a 2 MB PDF
+    base, db = served
+    key = _tenant(db, "big", max_upload_mb=3)
+    path = tmp_path / "a.pdf"
+    path.write_bytes(text_pdf(["A large one."]) + b"\n" * (2 * MB))
+
+    # When curl uploads it, waiting for 100 Continue before it sends the body
+    command = ["curl", "-sS", "-w", "\n%{http_code}", "-H", "Expect: 100-continue"]
+    command += ["-H", f"Authorization: Bearer {key}", "-F", f"file=@{path};type=application/pdf"]
+    done = subprocess.run([*command, f"{base}/v1/documents"], capture_output=True, text=True, timeout=60)
+
+    # Then the body is sent after the server's word, and the upload accepted
+    assert done.returncode == 0, done.stderr
+    body, _, answered = done.stdout.rpartition("\n")
+    assert int(answered) == 202, body
+    assert json.loads(body)["status"] == "queued"
 
 
 def test_open_streams_and_half_sent_requests_do_not_starve_another_tenant(

@@ -4,8 +4,8 @@ while one tenant holds event streams open and many connections sit on half a req
     python -m tests.bench.starvation [--streams 50] [--half-open 200]
 
 Runs `make gateway`'s gunicorn (deploy/gunicorn.conf.py, gevent workers) on a private PostgreSQL
-database and `make run`'s waitress server options (deploy/embedded.py) on SQLite, each alone first
-and then under the load. `measure_starvation` returns the rows (`make bench` uses it).
+database and `make run`'s waitress server (deploy/embedded.py's options and upload gate) on SQLite,
+each alone first and then under the load. `measure_starvation` returns the rows (`make bench` uses it).
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def _gunicorn(url: str, folder: Path, streams: int) -> Iterator[int]:
 
 @contextmanager
 def _waitress(folder: Path, streams: int) -> Iterator[int]:
+    from deploy.body_gate import upload_gate
     from deploy.embedded import SERVER_OPTIONS, SERVER_THREADS, STREAM_SLOTS
     from deploy.waitress_server import make_server
     from gateway.api.events import limit_streams_per_process
@@ -98,7 +99,9 @@ def _waitress(folder: Path, streams: int) -> Iterator[int]:
     migrate(settings.effective_database_url)
     app = create_app(settings)
     limit_streams_per_process(app, STREAM_SLOTS)
-    server = make_server(app, host="127.0.0.1", port=0, threads=SERVER_THREADS, **SERVER_OPTIONS)
+    server = make_server(
+        app, upload_gate(app), host="127.0.0.1", port=0, threads=SERVER_THREADS, **SERVER_OPTIONS
+    )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
