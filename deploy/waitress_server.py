@@ -29,7 +29,8 @@ from gateway.errors import CODE_FOR_HTTP_STATUS, problem_document
 logger = logging.getLogger(__name__)
 
 # A body up to this size is read before the application runs, as waitress always does: one over it
-# waits for the gate (one socket read past the headers, at most 8 KB, is held meanwhile).
+# waits for the gate (one socket read past the headers, at most 8 KB, is held meanwhile, and what of
+# it lies past the body is read as the requests that follow).
 GATED_ABOVE_BYTES = 64 * 1024
 
 # The gate's refusal: the status line, headers and body of a whole answer.
@@ -135,6 +136,7 @@ class GatedChannel(HTTPChannel):  # type: ignore[misc]
 
     def let_in(self, request: GatedParser, refusal: Refusal | None) -> None:
         """The gate's word on `request` (from a server thread): answer its refusal, or read on."""
+        behind = b""  # what arrived past the body: the next pipelined requests
         with self.requests_lock:
             if self.request is not request or not self.connected:
                 return
@@ -144,7 +146,7 @@ class GatedChannel(HTTPChannel):  # type: ignore[misc]
                 request.error, request.completed = RefusedByGateError(refusal), True
                 self.refused = True
             elif aside:
-                request.received(aside)
+                behind = aside[request.received(aside) :]
             if request.completed:
                 self.request, self.sent_continue = None, False
                 self.requests.append(request)
@@ -154,6 +156,8 @@ class GatedChannel(HTTPChannel):  # type: ignore[misc]
                 request.expect_continue = True
                 if not self.requests and not self.sent_continue:
                     self.send_continue()
+        if behind:
+            self.received(behind)
         self.server.pull_trigger()
 
 
