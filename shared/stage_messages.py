@@ -11,13 +11,13 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, func, select, update
+from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.orm import Session
 
 from shared.errors import BrokerUnavailableError
 from shared.job_hand_offs import record_hand_off
 from shared.job_waiting import BACKLOG, mark_waiting
-from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
+from shared.models import Job, JobKind, JobStatus, OutboxMessage, Tenant, utcnow
 from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
@@ -69,24 +69,20 @@ class StageMessages:
         return StageClaim(job_id, stage, part, attempts, job.tenant_id, self._lane(session, job))
 
     def _lane(self, session: Session, job: Job) -> str:
-        """`bulk` for a reindex job; `backlog` for a job that has enough older unfinished jobs of its
-        tenant ahead of it (reindex jobs do not count: they travel in their own lane)."""
+        """`bulk` for a reindex job; `backlog` for a job whose tenant has enough other unfinished jobs
+        (reindex jobs do not count: they travel in their own lane).
+
+        Read from the tenant's counter (shared/job_counters.py), so the choice costs the same at any
+        backlog. The others are the jobs ahead of a new job, which is what the relay mostly publishes;
+        a job requeued behind newer ones counts those too."""
         if job.kind == JobKind.REINDEX.value:
             return "bulk"
         limit = self.interactive_jobs_per_tenant
         if limit <= 0:
             return "interactive"
-        ahead = session.scalar(
-            select(func.count())
-            .select_from(Job)
-            .where(
-                Job.tenant_id == job.tenant_id,
-                Job.status.in_(ACTIVE_STATUSES),
-                Job.kind != JobKind.REINDEX.value,
-                Job.created_at < job.created_at,
-            )
-        )
-        return "backlog" if (ahead or 0) >= limit else "interactive"
+        active = session.scalar(select(Tenant.active_jobs).where(Tenant.id == job.tenant_id)) or 0
+        others = active - (1 if job.status in ACTIVE_STATUSES else 0)
+        return "backlog" if others >= limit else "interactive"
 
     def send(self, claim: StageClaim) -> None:
         if claim.part is None:
