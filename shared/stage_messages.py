@@ -54,34 +54,51 @@ class StageMessages:
         return and_(OutboxMessage.published_at.is_(None), OutboxMessage.available_at <= now)
 
     def claim(self, session: Session, row_id: int, now: datetime) -> StageClaim | None:
-        row = session.execute(
-            update(OutboxMessage)
-            .where(OutboxMessage.id == row_id, self.due(now))
-            .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
-            .returning(OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.part, OutboxMessage.attempts)
-        ).first()
-        if row is None:
-            return None
-        job_id, stage, part, attempts = row
-        job = session.get(Job, job_id)
-        if job is None:
-            return StageClaim(job_id, stage, part, attempts, None, "interactive")
-        return StageClaim(job_id, stage, part, attempts, job.tenant_id, self._lane(session, job))
+        return self.claim_many(session, [row_id], now).get(row_id)
 
-    def _lane(self, session: Session, job: Job) -> str:
+    def claim_many(self, session: Session, row_ids: list[int], now: datetime) -> dict[int, StageClaim]:
+        """Claim these rows where due; the claims by row id, each with its lane, read from the job and
+        its tenant's active jobs in one more statement for all of them."""
+        rows = session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id.in_(row_ids), self.due(now))
+            .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
+            .returning(
+                OutboxMessage.id,
+                OutboxMessage.job_id,
+                OutboxMessage.stage,
+                OutboxMessage.part,
+                OutboxMessage.attempts,
+            )
+        ).all()
+        if not rows:
+            return {}
+        jobs = {
+            job_id: (tenant_id, self._lane(kind, status, active))
+            for job_id, tenant_id, kind, status, active in session.execute(
+                select(Job.id, Job.tenant_id, Job.kind, Job.status, Tenant.active_jobs)
+                .join(Tenant, Tenant.id == Job.tenant_id)
+                .where(Job.id.in_({row.job_id for row in rows}))
+            )
+        }
+        return {
+            row_id: StageClaim(job_id, stage, part, attempts, *jobs.get(job_id, (None, "interactive")))
+            for row_id, job_id, stage, part, attempts in rows
+        }
+
+    def _lane(self, kind: str, status: str, tenant_active_jobs: int) -> str:
         """`bulk` for a reindex job; `backlog` for a job whose tenant has enough other unfinished jobs
         (reindex jobs do not count: they travel in their own lane).
 
         Read from the tenant's counter (shared/job_counters.py), so the choice costs the same at any
         backlog. The others are the jobs ahead of a new job, which is what the relay mostly publishes;
         a job requeued behind newer ones counts those too."""
-        if job.kind == JobKind.REINDEX.value:
+        if kind == JobKind.REINDEX.value:
             return "bulk"
         limit = self.interactive_jobs_per_tenant
         if limit <= 0:
             return "interactive"
-        active = session.scalar(select(Tenant.active_jobs).where(Tenant.id == job.tenant_id)) or 0
-        others = active - (1 if job.status in ACTIVE_STATUSES else 0)
+        others = (tenant_active_jobs or 0) - (1 if status in ACTIVE_STATUSES else 0)
         return "backlog" if others >= limit else "interactive"
 
     def send(self, claim: StageClaim) -> None:
