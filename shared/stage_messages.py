@@ -37,6 +37,8 @@ class StageClaim:
     attempts: int
     tenant_id: str | None
     lane: str
+    # Whether the job was running when claimed: only a running job's message is a hand-off.
+    running: bool = True
 
 
 class StageMessages:
@@ -74,7 +76,7 @@ class StageMessages:
         if not rows:
             return {}
         jobs = {
-            job_id: (tenant_id, self._lane(kind, status, active))
+            job_id: (tenant_id, self._lane(kind, status, active), status == JobStatus.RUNNING.value)
             for job_id, tenant_id, kind, status, active in session.execute(
                 select(Job.id, Job.tenant_id, Job.kind, Job.status, Tenant.active_jobs)
                 .join(Tenant, Tenant.id == Job.tenant_id)
@@ -82,7 +84,7 @@ class StageMessages:
             )
         }
         return {
-            row_id: StageClaim(job_id, stage, part, attempts, *jobs.get(job_id, (None, "interactive")))
+            row_id: StageClaim(job_id, stage, part, attempts, *jobs.get(job_id, (None, "interactive", True)))
             for row_id, job_id, stage, part, attempts in rows
         }
 
@@ -110,8 +112,10 @@ class StageMessages:
     def sent(self, session: Session, row_id: int, claim: StageClaim) -> None:
         session.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow()))
         # A running job's next message is in the broker now: the sweeper must not take it for a
-        # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
-        record_hand_off(session, claim.job_id)
+        # lost hand-off while it waits in the queue (this relay's broker may stamp nothing). A queued
+        # job's first message hands nothing on (and a worker may already have started it).
+        if claim.running:
+            record_hand_off(session, claim.job_id)
         if claim.lane == "backlog":
             mark_waiting(session, claim.job_id, BACKLOG)
         logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)
