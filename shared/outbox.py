@@ -16,11 +16,12 @@ the same row at once. Delivery stays at least once, which the idempotent consume
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -191,6 +192,17 @@ class Relay:
 
 
 _ATTACHED: weakref.WeakKeyDictionary[sessionmaker[Session], Relay] = weakref.WeakKeyDictionary()
+# Runs the fast path after a commit: inline unless a server that serves requests on greenlets sets
+# one (`publish_in_background`).
+_spawn: Callable[[Callable[[], object]], object] | None = None
+
+
+def publish_in_background(spawn: Callable[[Callable[[], object]], object]) -> None:
+    """Run each commit's fast path with `spawn` (e.g. `gevent.spawn`) instead of inline, so a request
+    answers once its rows are committed without waiting for the broker. The rows are the hand-off:
+    if the process dies before its fast path runs, the sweep publishes them."""
+    global _spawn
+    _spawn = spawn
 
 
 class _ThreadState(threading.local):
@@ -247,4 +259,7 @@ def _ended(session: Session, tx: SessionTransaction) -> None:
         return
     added, _thread.committed = _thread.committed, []
     for relay, kind, ids, claims in added:
-        relay.publish(ids, kind, claims)
+        if _spawn is None:
+            relay.publish(ids, kind, claims)
+        else:
+            _spawn(functools.partial(relay.publish, ids, kind, claims))
