@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from werkzeug.datastructures import FileStorage
 
 from gateway.services import Services
-from shared import job_counters, operations
+from shared import job_counters, operations, outbox
 from shared.errors import (
     EmptyFileError,
     IngestError,
@@ -226,6 +226,9 @@ def _accept_once(
                 )
                 item.job = job_body(job)
                 item.new_job = True
+            # The quota counters last, right before the commit: their row lock is this tenant's
+            # uploads' one meeting point, so the claim is taken before it.
+            outbox.claim_added(session)
             operations.reserve(session, tenant, svc.settings)
     except BaseException:
         for item in new_files:

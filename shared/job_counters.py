@@ -45,6 +45,11 @@ def take(session: Session, tenant_id: str) -> tuple[int, int]:
     return jobs, stored_bytes
 
 
+def pending_jobs(session: Session) -> dict[str, int]:
+    """The change of each tenant's active jobs this transaction has not written yet."""
+    return {tenant_id: change[0] for tenant_id, change in session.info.get(_PENDING, {}).items()}
+
+
 def apply(session: Session) -> None:
     """Write every unwritten change, one UPDATE per tenant in id order."""
     pending = session.info.pop(_PENDING, {})

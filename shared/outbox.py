@@ -49,6 +49,7 @@ MAX_QUIET_S = 5.0
 # took on its stage rows before committing, by row id.
 _ADDED = "outbox_added"
 _CLAIMED = "outbox_claimed"
+_RELAY = "outbox_relay"
 
 
 class RowKind(Protocol):
@@ -185,6 +186,7 @@ class Relay:
         _ATTACHED[sessions] = self
         event.listen(sessions, "after_flush", _collect_added)
         event.listen(sessions, "before_commit", lambda session: _claim_added(self, session))
+        event.listen(sessions, "after_begin", lambda session, *_: session.info.__setitem__(_RELAY, self))
         event.listen(sessions, "after_commit", lambda session: _committed(self, session))
         event.listen(sessions, "after_rollback", _rolled_back)
         event.listen(sessions, "after_transaction_create", _began)
@@ -222,14 +224,24 @@ def _collect_added(session: Session, _flush: Any) -> None:
             session.info.setdefault(_ADDED, {}).setdefault(kind, []).append(row.id)
 
 
+def claim_added(session: Session) -> None:
+    """Claim the stage rows the session's transaction added so far, now rather than just before it
+    commits: a transaction that ends holding a hot row lock (an upload's quota counters) calls it
+    first, so the lock is held for as few statements as possible."""
+    relay = session.info.get(_RELAY)
+    if relay is not None:
+        _claim_added(relay, session)
+
+
 def _claim_added(relay: Relay, session: Session) -> None:
     """Claim the stage rows this transaction added, in it: the fast path then needs no transaction
     of its own to claim them. While the fast path is quiet they stay due, for the sweep."""
-    ids = session.info.get(_ADDED, {}).get(STAGES)
+    claimed = session.info.setdefault(_CLAIMED, {})
+    ids = [i for i in session.info.get(_ADDED, {}).get(STAGES, ()) if i not in claimed]
     if not ids or relay.quiet():
         return
-    job_counters.apply(session)  # the lane reads the counters, with this transaction's changes
-    session.info[_CLAIMED] = relay.stages.claim_many(session, ids, utcnow())
+    # The lane reads the tenant's counter as this transaction will leave it.
+    claimed.update(relay.stages.claim_many(session, ids, utcnow(), job_counters.pending_jobs(session)))
 
 
 def _committed(relay: Relay, session: Session) -> None:

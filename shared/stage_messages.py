@@ -8,6 +8,7 @@ refuses leaves it due again after a growing delay.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -58,9 +59,13 @@ class StageMessages:
     def claim(self, session: Session, row_id: int, now: datetime) -> StageClaim | None:
         return self.claim_many(session, [row_id], now).get(row_id)
 
-    def claim_many(self, session: Session, row_ids: list[int], now: datetime) -> dict[int, StageClaim]:
+    def claim_many(
+        self, session: Session, row_ids: list[int], now: datetime, unwritten: Mapping[str, int] | None = None
+    ) -> dict[int, StageClaim]:
         """Claim these rows where due; the claims by row id, each with its lane, read from the job and
-        its tenant's active jobs in one more statement for all of them."""
+        its tenant's active jobs in one more statement for all of them (plus the `unwritten` changes
+        of the caller's transaction, by tenant)."""
+        unwritten = unwritten or {}
         rows = session.execute(
             update(OutboxMessage)
             .where(OutboxMessage.id.in_(row_ids), self.due(now))
@@ -76,7 +81,11 @@ class StageMessages:
         if not rows:
             return {}
         jobs = {
-            job_id: (tenant_id, self._lane(kind, status, active), status == JobStatus.RUNNING.value)
+            job_id: (
+                tenant_id,
+                self._lane(kind, status, active + unwritten.get(tenant_id, 0)),
+                status == JobStatus.RUNNING.value,
+            )
             for job_id, tenant_id, kind, status, active in session.execute(
                 select(Job.id, Job.tenant_id, Job.kind, Job.status, Tenant.active_jobs)
                 .join(Tenant, Tenant.id == Job.tenant_id)
