@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, text
+from sqlalchemy.exc import OperationalError
 
 from shared import job_counters, jobs, operations
 from shared.db import Database
@@ -109,3 +110,23 @@ def test_a_rolled_back_transition_leaves_the_counters_alone(any_db: Database) ->
         raise RuntimeError("changed my mind")
     # Then the counter still counts it
     assert counters(any_db, tenant_id) == counted(any_db, tenant_id) == (1, 10)
+
+
+def test_uploads_share_the_tenant_lock_and_a_reindex_flip_waits_for_them(pg_db: Database) -> None:
+    # Given an upload's transaction holding the tenant's lock (as it does while creating its jobs)
+    with pg_db.transaction() as session:
+        tenant_id = create_tenant(session, "acme")[0].id
+    upload_session = pg_db.sessions()
+    operations.lock_tenant(upload_session, tenant_id)
+    try:
+        # When another upload takes it, it does not wait
+        with pg_db.transaction() as other:
+            other.execute(text("SET LOCAL lock_timeout = '2s'"))
+            operations.lock_tenant(other, tenant_id)
+        # But a reindex flip, which locks the tenant for update, waits for the upload to end
+        with pytest.raises(OperationalError, match="lock timeout"), pg_db.transaction() as flip:
+            flip.execute(text("SET LOCAL lock_timeout = '300ms'"))
+            flip.scalars(select(Tenant).where(Tenant.id == tenant_id).with_for_update()).one()
+    finally:
+        upload_session.rollback()
+        upload_session.close()
