@@ -57,6 +57,17 @@ def post_fork(server: object, worker: object) -> None:
     patch_psycopg()
 
 
+def post_worker_init(worker: object) -> None:
+    """Once the app is loaded (after gevent patched the worker): an upload's message is published by
+    a greenlet of its own once its rows commit, so the `202` does not wait for the broker. The
+    committed outbox row is the hand-off: the sweep publishes it if this worker dies first."""
+    import gevent
+
+    from shared import outbox
+
+    outbox.publish_in_background(gevent.spawn)
+
+
 def child_exit(server: object, worker: object) -> None:
     """Drop a dead worker's live gauges from the Prometheus multiprocess folder."""
     from shared.metrics import mark_process_dead

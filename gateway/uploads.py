@@ -12,12 +12,13 @@ import json
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 from werkzeug.datastructures import FileStorage
 
 from gateway.services import Services
-from shared import operations
+from shared import job_counters, operations, outbox
 from shared.errors import (
     EmptyFileError,
     IngestError,
@@ -27,7 +28,7 @@ from shared.errors import (
 )
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
-from shared.models import Document, Job, new_id
+from shared.models import Document, Job, new_id, utcnow
 
 READ_BYTES = 1024 * 1024
 PDF_MAGIC = b"%PDF-"
@@ -99,20 +100,16 @@ def fingerprint(
     return hashlib.sha256(json.dumps(request).encode()).hexdigest()
 
 
-def _live_documents(
-    svc: Services, tenant_id: str, digests: set[str]
-) -> dict[str, tuple[Document, Job | None]]:
-    found: dict[str, tuple[Document, Job | None]] = {}
+def _live_documents(session: Session, tenant_id: str, digests: set[str]) -> dict[str, tuple[str, Job | None]]:
+    """The tenant's live documents with these digests: id and latest job, by digest."""
     if not digests:
-        return found
-    with svc.db.transaction() as session:
-        for document in session.scalars(
-            select(Document).where(
-                Document.tenant_id == tenant_id, Document.sha256.in_(digests), Document.deleted_at.is_(None)
-            )
-        ):
-            found[document.sha256] = (document, latest_job_of_document(session, document.id))
-    return found
+        return {}
+    rows = session.execute(
+        select(Document.id, Document.sha256).where(
+            Document.tenant_id == tenant_id, Document.sha256.in_(digests), Document.deleted_at.is_(None)
+        )
+    ).all()
+    return {sha: (doc_id, latest_job_of_document(session, doc_id)) for doc_id, sha in rows}
 
 
 def accept(
@@ -167,39 +164,34 @@ def _accept_once(
     metadata: dict[str, Any] | None,
 ) -> None:
     valid = [f for f in files if f.error is None]
-    existing = _live_documents(svc, tenant_id, {f.sha256 for f in valid})
     seen: dict[str, IncomingFile] = {}
-    new_files, forced, duplicates = [], [], []
-    for item in valid:
-        if item.sha256 in existing:
-            (forced if force else duplicates).append(item)
-            item.document_id = existing[item.sha256][0].id
-            item.duplicate = True
-        elif item.sha256 in seen:
-            duplicates.append(item)  # the same bytes twice in one request
-        else:
-            seen[item.sha256] = item
-            new_files.append(item)
-    for item in new_files:
-        item.document_id = new_id()
-        item.object_key = f"documents/{tenant_id}/{item.document_id}.pdf"
-        svc.storage.put_file(item.object_key, item.upload.stream, size=item.size)
-
+    new_files: list[IncomingFile] = []
+    forced: list[IncomingFile] = []
+    duplicates: list[IncomingFile] = []
+    existing: dict[str, tuple[str, Job | None]] = {}
     try:
+        # One transaction for the lookup, the rows and the quotas: the tenant row share-locked first
+        # (a reindex flip waits for these jobs), the counters written last (operations.reserve).
         with svc.db.transaction() as session:
             tenant = operations.lock_tenant(session, tenant_id)
-            operations.check_quotas(
-                session,
-                tenant,
-                svc.settings,
-                new_jobs=len(new_files) + len(forced),
-                new_bytes=sum(f.size for f in new_files),
-            )
+            existing = _live_documents(session, tenant_id, {f.sha256 for f in valid})
+            for item in valid:
+                if item.sha256 in existing:
+                    (forced if force else duplicates).append(item)
+                    item.document_id, item.duplicate = existing[item.sha256][0], True
+                elif item.sha256 in seen:
+                    duplicates.append(item)  # the same bytes twice in one request
+                else:
+                    seen[item.sha256] = item
+                    new_files.append(item)
             languages = ocr_languages or tenant.ocr_languages or svc.settings.ocr_languages
+            rows = []
             for item in new_files:
-                assert item.document_id and item.object_key
-                session.add(
-                    Document(
+                item.document_id = new_id()
+                item.object_key = f"documents/{tenant_id}/{item.document_id}.pdf"
+                svc.storage.put_file(item.object_key, item.upload.stream, size=item.size)
+                rows.append(
+                    dict(
                         id=item.document_id,
                         tenant_id=tenant_id,
                         filename=item.filename,
@@ -207,33 +199,47 @@ def _accept_once(
                         size_bytes=item.size,
                         object_key=item.object_key,
                         ocr_languages=languages,
-                        user_metadata=metadata or {},
+                        metadata=metadata or {},
+                        created_at=utcnow(),
                     )
                 )
-            session.flush()
-            for item in forced if ocr_languages or metadata is not None else []:
-                document = session.get(Document, item.document_id)
-                if document is not None:
-                    document.ocr_languages = ocr_languages or document.ocr_languages
-                    if metadata is not None:
-                        document.user_metadata = metadata
+            if rows:
+                session.execute(insert(Document.__table__), rows)
+                job_counters.note(session, tenant_id, stored_bytes=sum(f.size for f in new_files))
+            if forced and (ocr_languages or metadata is not None):
+                changes: dict[str, Any] = {"ocr_languages": ocr_languages} if ocr_languages else {}
+                changes.update({"user_metadata": metadata} if metadata is not None else {})
+                session.execute(
+                    update(Document)
+                    .where(Document.id.in_([f.document_id for f in forced]))
+                    .values(**changes)
+                    .execution_options(synchronize_session=False)
+                )
             for item in [*new_files, *forced]:
                 assert item.document_id
                 job = operations.create_job(
-                    session, tenant_id=tenant_id, document_id=item.document_id, callback_url=callback_url
+                    session,
+                    tenant_id=tenant_id,
+                    document_id=item.document_id,
+                    callback_url=callback_url,
+                    tenant=tenant,
                 )
                 item.job = job_body(job)
                 item.new_job = True
+            # The quota counters last, right before the commit: their row lock is this tenant's
+            # uploads' one meeting point, so the claim is taken before it.
+            outbox.claim_added(session)
+            operations.reserve(session, tenant, svc.settings)
     except BaseException:
         for item in new_files:
             if item.object_key:
                 svc.storage.delete(item.object_key)
         raise
     for item in duplicates:
-        document, job = existing.get(item.sha256) or (None, None)
-        if document is None:  # a repeat within the request: point at its first copy
+        if item.sha256 not in existing:  # a repeat within the request: point at its first copy
             first = seen[item.sha256]
             item.document_id, item.job = first.document_id, first.job
         else:
+            job = existing[item.sha256][1]
             item.job = job_body(job) if job is not None else None
         item.duplicate = True

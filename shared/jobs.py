@@ -31,6 +31,7 @@ from typing import Any
 from sqlalchemy import case, update
 from sqlalchemy.orm import Session
 
+from shared import job_counters
 from shared.errors import IngestError, StaleTransitionError
 from shared.job_events import EVENT_FOR_STATUS, JobSnapshot, record_event
 from shared.job_waiting import RETRY_DELAY
@@ -156,6 +157,10 @@ def _transition(
         values.setdefault("lease_expires_at", None)
     snapshot = compare_and_set(session, job_id, _sources(verb, seen), values)
     record_event(session, snapshot, event or EVENT_FOR_STATUS[to])
+    # Only a move into or out of the terminal states changes the tenant's active jobs (see VERBS).
+    change = -1 if to in TERMINAL else 1 if verb == "requeue" else 0
+    if change and job_counters.counted(snapshot.kind):
+        job_counters.note(session, snapshot.tenant_id, jobs=change)
     return snapshot
 
 
@@ -230,6 +235,8 @@ def record_created(session: Session, job: Job) -> None:
     session.flush()
     row = {c.name: getattr(job, c.name) for c in Job.__table__.c}
     record_event(session, JobSnapshot(row), EVENT_FOR_STATUS[S.QUEUED])
+    if job_counters.counted(job.kind):
+        job_counters.note(session, job.tenant_id, jobs=1)
 
 
 def start(session: Session, job_id: str, stage: str, *, lease_s: float = 60) -> JobSnapshot:

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from shared import job_stages, jobs, outbox
+from shared import job_counters, job_stages, jobs, outbox
 from shared.errors import (
     ConflictError,
     StaleTransitionError,
@@ -30,37 +30,43 @@ CANCEL_ATTEMPTS = 5
 
 
 def lock_tenant(session: Session, tenant_id: str) -> Tenant:
-    """The tenant row, locked until the transaction ends so quota checks cannot race (PostgreSQL;
-    SQLite transactions are serialised already)."""
-    tenant = session.scalars(select(Tenant).where(Tenant.id == tenant_id).with_for_update()).one()
-    return tenant
+    """The tenant row, share-locked until the transaction ends: a reindex flip (which locks it for
+    update) waits for the jobs this transaction creates, and they take the version it reads. Two
+    uploads of one tenant do not wait on each other here; `reserve` keeps their quotas apart."""
+    stmt = select(Tenant).where(Tenant.id == tenant_id).with_for_update(read=True, key_share=True)
+    return session.scalars(stmt).one()
 
 
-def check_quotas(
-    session: Session, tenant: Tenant, settings: Settings, *, new_jobs: int, new_bytes: int
-) -> None:
-    """Refuse work beyond the tenant's active-job and storage allowances."""
+def reserve(session: Session, tenant: Tenant, settings: Settings) -> None:
+    """Write the tenant's counter changes of this transaction (its new jobs and documents) in one
+    UPDATE that refuses to go beyond the tenant's active-job and storage allowances.
+
+    The UPDATE holds the tenant's counters until the commit, so of two uploads that would each fit
+    but not both, the second sees the first's count once it commits and is refused: quotas cannot
+    race. Call it last, just before the commit (see shared/job_counters.py for the lock order)."""
+    jobs, stored_bytes = job_counters.take(session, tenant.id)
+    if not jobs and not stored_bytes:
+        return
     limit = tenant.max_active_jobs or settings.max_active_jobs
-    active = session.scalar(
-        select(func.count())
-        .select_from(Job)
-        .where(
-            Job.tenant_id == tenant.id,
-            Job.status.in_([s.value for s in ACTIVE]),
-            Job.kind != JobKind.REINDEX.value,
-        )
-    )
-    if (active or 0) + new_jobs > limit:
-        raise TooManyActiveJobsError(retry_after_s=settings.quota_retry_after_s)
     storage_mb = tenant.max_storage_mb or settings.max_storage_mb
-    if storage_mb and new_bytes:
-        used = session.scalar(
-            select(func.coalesce(func.sum(Document.size_bytes), 0)).where(
-                Document.tenant_id == tenant.id, Document.deleted_at.is_(None)
-            )
-        )
-        if int(used or 0) + new_bytes > storage_mb * 1024 * 1024:
-            raise StorageQuotaExceededError()
+    fits = []
+    if jobs > 0:
+        fits.append(Tenant.active_jobs + jobs <= limit)
+    if storage_mb and stored_bytes > 0:
+        fits.append(Tenant.stored_bytes + stored_bytes <= storage_mb * 1024 * 1024)
+    written = session.execute(
+        update(Tenant)
+        .where(Tenant.id == tenant.id, *fits)
+        .values(active_jobs=Tenant.active_jobs + jobs, stored_bytes=Tenant.stored_bytes + stored_bytes)
+        .returning(Tenant.id)
+        .execution_options(synchronize_session=False)
+    ).first()
+    if written is not None:
+        return
+    active = session.scalar(select(Tenant.active_jobs).where(Tenant.id == tenant.id)) or 0
+    if jobs > 0 and active + jobs > limit:
+        raise TooManyActiveJobsError(retry_after_s=settings.quota_retry_after_s)
+    raise StorageQuotaExceededError()
 
 
 def create_job(
@@ -70,18 +76,24 @@ def create_job(
     document_id: str,
     kind: JobKind = JobKind.INGEST,
     callback_url: str | None = None,
+    tenant: Tenant | None = None,
 ) -> Job:
     """A queued job with its `job.queued` event and its first outbox message.
 
     The job writes into its tenant's active index version with that version's model; a flip waits
-    for every such job under the tenant's row lock, so none lands in a version already left.
+    for every such job under the tenant's row lock (`lock_tenant`, taken here unless the caller
+    passes the `tenant` it locked), so none lands in a version already left.
     """
-    job = Job(tenant_id=tenant_id, document_id=document_id, kind=kind.value, callback_url=callback_url)
-    tenant = session.get(Tenant, tenant_id)
-    if tenant is not None:
-        job.index_version = tenant.active_index_version
-        job.embedding_model = tenant.active_embedding_model
-        job.embedding_dim = tenant.active_embedding_dim
+    tenant = tenant or lock_tenant(session, tenant_id)
+    job = Job(
+        tenant_id=tenant_id,
+        document_id=document_id,
+        kind=kind.value,
+        callback_url=callback_url,
+        index_version=tenant.active_index_version,
+        embedding_model=tenant.active_embedding_model,
+        embedding_dim=tenant.active_embedding_dim,
+    )
     session.add(job)
     jobs.record_created(session, job)
     outbox.add_message(session, job.id, first_stage(kind.value))
@@ -138,6 +150,7 @@ def delete_document(session: Session, document: Document) -> Job:
     if document.deleted_at is not None:
         raise ConflictError("The document is already deleted.", code="document_deleted")
     document.deleted_at = utcnow()
+    job_counters.note(session, document.tenant_id, stored_bytes=-document.size_bytes)
     for job in session.scalars(
         select(Job).where(Job.document_id == document.id, Job.status.in_([s.value for s in ACTIVE]))
     ):

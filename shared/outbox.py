@@ -5,7 +5,9 @@ sweep for whatever that left.
 `add_message` writes a stage message in the caller's transaction; `shared.webhooks.add_deliveries`
 writes deliveries the same way. Once a relay is attached to a session factory (`Relay.attach`: the
 gateway, the workers and the maintenance loop each attach theirs), a commit that added outbox rows
-hands them to the relay at once: the fast path, wherever a job event is written. `Relay.publish_pending`
+hands them to the relay at once: the fast path, wherever a job event is written. The stage rows a
+transaction adds are claimed in that transaction, just before it commits (one statement that also
+reads the lane), so the fast path only sends and marks them. `Relay.publish_pending`
 is the sweep the maintenance loop runs: rows whose fast path failed (broker down, process killed
 between commit and publish) and rows due later (a webhook's retry). Each row kind (shared/stage_messages.py,
 `shared.webhooks.WebhookDeliveries`) claims its rows by a compare-and-set, so two relays never publish
@@ -14,17 +16,19 @@ the same row at once. Delivery stays at least once, which the idempotent consume
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any, Protocol
 
-from sqlalchemy import ColumnElement, event, select
+from sqlalchemy import ColumnElement, event, select, update
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
+from shared import job_counters
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
 from shared.models import OutboxMessage, WebhookDelivery, utcnow
@@ -41,8 +45,11 @@ KIND_OF: dict[type, str] = {OutboxMessage: STAGES, WebhookDelivery: WEBHOOKS}
 # After a broker failure the fast path stays quiet at most this long: requests are not slowed by a
 # broker that is down, and the sweep keeps trying.
 MAX_QUIET_S = 5.0
-# Where a session keeps the ids of the outbox rows its transaction added, by kind.
+# Where a session keeps the ids of the outbox rows its transaction added, by kind, and the claims it
+# took on its stage rows before committing, by row id.
 _ADDED = "outbox_added"
+_CLAIMED = "outbox_claimed"
+_RELAY = "outbox_relay"
 
 
 class RowKind(Protocol):
@@ -82,6 +89,7 @@ class Relay:
         self.publisher = publisher
         stages = StageMessages(publisher, interactive_jobs_per_tenant=interactive_jobs_per_tenant)
         webhooks = WebhookDeliveries(publisher, republish_after_s=webhook_republish_after_s)
+        self.stages = stages
         self.kinds: dict[str, RowKind] = {stages.name: stages, webhooks.name: webhooks}
         self._quiet_until = 0.0
 
@@ -96,18 +104,26 @@ class Relay:
             webhook_republish_after_s=settings.webhook_republish_after_s,
         )
 
-    def publish(self, ids: Iterable[int], kind: str = STAGES) -> int:
+    def quiet(self) -> bool:
+        """Whether the fast path is holding off after a broker failure."""
+        return time.monotonic() < self._quiet_until
+
+    def publish(self, ids: Iterable[int], kind: str = STAGES, claims: dict[int, Any] | None = None) -> int:
         """Fast path: publish these rows of `kind` now if the broker looks healthy. Returns how many.
+        `claims` are the ones the committing transaction took already, by row id.
 
         Runs after the caller's commit, so it never raises: whatever it cannot publish, the sweep
         publishes later.
         """
-        if time.monotonic() < self._quiet_until:
+        claims = claims or {}
+        if self.quiet():
+            if claims:
+                self._release(list(claims))
             return 0
         published = 0
         for row_id in ids:
             try:
-                published += self._publish_one(self.kinds[kind], row_id)
+                published += self._publish_one(self.kinds[kind], row_id, claims.get(row_id))
             except Exception:
                 logger.exception(
                     "%s row %s not published on the fast path; the sweep will retry it", kind, row_id
@@ -130,9 +146,22 @@ class Relay:
                     return published
         return published
 
-    def _publish_one(self, kind: RowKind, row_id: int) -> bool:
-        with transaction(self.sessions) as session:
-            claim = kind.claim(session, row_id, utcnow())
+    def _release(self, row_ids: list[int]) -> None:
+        """Make claimed stage rows due at once again, for the sweep (the fast path is quiet)."""
+        try:
+            with transaction(self.sessions) as session:
+                session.execute(
+                    update(OutboxMessage)
+                    .where(OutboxMessage.id.in_(row_ids), OutboxMessage.published_at.is_(None))
+                    .values(available_at=utcnow())
+                )
+        except Exception:
+            logger.exception("claimed outbox rows %s not released; the sweep takes them later", row_ids)
+
+    def _publish_one(self, kind: RowKind, row_id: int, claim: Any = None) -> bool:
+        if claim is None:
+            with transaction(self.sessions) as session:
+                claim = kind.claim(session, row_id, utcnow())
         if claim is None:
             return False
         try:
@@ -156,6 +185,8 @@ class Relay:
             return
         _ATTACHED[sessions] = self
         event.listen(sessions, "after_flush", _collect_added)
+        event.listen(sessions, "before_commit", lambda session: _claim_added(self, session))
+        event.listen(sessions, "after_begin", lambda session, *_: session.info.__setitem__(_RELAY, self))
         event.listen(sessions, "after_commit", lambda session: _committed(self, session))
         event.listen(sessions, "after_rollback", _rolled_back)
         event.listen(sessions, "after_transaction_create", _began)
@@ -163,13 +194,24 @@ class Relay:
 
 
 _ATTACHED: weakref.WeakKeyDictionary[sessionmaker[Session], Relay] = weakref.WeakKeyDictionary()
+# Runs the fast path after a commit: inline unless a server that serves requests on greenlets sets
+# one (`publish_in_background`).
+_spawn: Callable[[Callable[[], object]], object] | None = None
+
+
+def publish_in_background(spawn: Callable[[Callable[[], object]], object]) -> None:
+    """Run each commit's fast path with `spawn` (e.g. `gevent.spawn`) instead of inline, so a request
+    answers once its rows are committed without waiting for the broker. The rows are the hand-off:
+    if the process dies before its fast path runs, the sweep publishes them."""
+    global _spawn
+    _spawn = spawn
 
 
 class _ThreadState(threading.local):
     def __init__(self) -> None:
         # Sessions of this thread with a transaction open, and rows committed but not yet handed on.
         self.open: weakref.WeakSet[Session] = weakref.WeakSet()
-        self.committed: list[tuple[Relay, str, list[int]]] = []
+        self.committed: list[tuple[Relay, str, list[int], dict[int, Any]]] = []
 
 
 _thread = _ThreadState()
@@ -182,13 +224,35 @@ def _collect_added(session: Session, _flush: Any) -> None:
             session.info.setdefault(_ADDED, {}).setdefault(kind, []).append(row.id)
 
 
+def claim_added(session: Session) -> None:
+    """Claim the stage rows the session's transaction added so far, now rather than just before it
+    commits: a transaction that ends holding a hot row lock (an upload's quota counters) calls it
+    first, so the lock is held for as few statements as possible."""
+    relay = session.info.get(_RELAY)
+    if relay is not None:
+        _claim_added(relay, session)
+
+
+def _claim_added(relay: Relay, session: Session) -> None:
+    """Claim the stage rows this transaction added, in it: the fast path then needs no transaction
+    of its own to claim them. While the fast path is quiet they stay due, for the sweep."""
+    claimed = session.info.setdefault(_CLAIMED, {})
+    ids = [i for i in session.info.get(_ADDED, {}).get(STAGES, ()) if i not in claimed]
+    if not ids or relay.quiet():
+        return
+    # The lane reads the tenant's counter as this transaction will leave it.
+    claimed.update(relay.stages.claim_many(session, ids, utcnow(), job_counters.pending_jobs(session)))
+
+
 def _committed(relay: Relay, session: Session) -> None:
+    claims = session.info.pop(_CLAIMED, {})
     for kind, ids in session.info.pop(_ADDED, {}).items():
-        _thread.committed.append((relay, kind, ids))
+        _thread.committed.append((relay, kind, ids, claims if kind == STAGES else {}))
 
 
 def _rolled_back(session: Session) -> None:
     session.info.pop(_ADDED, None)
+    session.info.pop(_CLAIMED, None)
 
 
 def _began(session: Session, tx: SessionTransaction) -> None:
@@ -206,5 +270,8 @@ def _ended(session: Session, tx: SessionTransaction) -> None:
     if not _thread.committed or any(s.in_transaction() for s in _thread.open):
         return
     added, _thread.committed = _thread.committed, []
-    for relay, kind, ids in added:
-        relay.publish(ids, kind)
+    for relay, kind, ids, claims in added:
+        if _spawn is None:
+            relay.publish(ids, kind, claims)
+        else:
+            _spawn(functools.partial(relay.publish, ids, kind, claims))

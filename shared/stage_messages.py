@@ -8,16 +8,17 @@ refuses leaves it due again after a growing delay.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, func, select, update
+from sqlalchemy import ColumnElement, and_, select, update
 from sqlalchemy.orm import Session
 
 from shared.errors import BrokerUnavailableError
 from shared.job_hand_offs import record_hand_off
 from shared.job_waiting import BACKLOG, mark_waiting
-from shared.models import Job, JobKind, JobStatus, OutboxMessage, utcnow
+from shared.models import Job, JobKind, JobStatus, OutboxMessage, Tenant, utcnow
 from shared.queue import Publisher
 
 logger = logging.getLogger(__name__)
@@ -37,6 +38,8 @@ class StageClaim:
     attempts: int
     tenant_id: str | None
     lane: str
+    # Whether the job was running when claimed: only a running job's message is a hand-off.
+    running: bool = True
 
 
 class StageMessages:
@@ -54,39 +57,60 @@ class StageMessages:
         return and_(OutboxMessage.published_at.is_(None), OutboxMessage.available_at <= now)
 
     def claim(self, session: Session, row_id: int, now: datetime) -> StageClaim | None:
-        row = session.execute(
-            update(OutboxMessage)
-            .where(OutboxMessage.id == row_id, self.due(now))
-            .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
-            .returning(OutboxMessage.job_id, OutboxMessage.stage, OutboxMessage.part, OutboxMessage.attempts)
-        ).first()
-        if row is None:
-            return None
-        job_id, stage, part, attempts = row
-        job = session.get(Job, job_id)
-        if job is None:
-            return StageClaim(job_id, stage, part, attempts, None, "interactive")
-        return StageClaim(job_id, stage, part, attempts, job.tenant_id, self._lane(session, job))
+        return self.claim_many(session, [row_id], now).get(row_id)
 
-    def _lane(self, session: Session, job: Job) -> str:
-        """`bulk` for a reindex job; `backlog` for a job that has enough older unfinished jobs of its
-        tenant ahead of it (reindex jobs do not count: they travel in their own lane)."""
-        if job.kind == JobKind.REINDEX.value:
+    def claim_many(
+        self, session: Session, row_ids: list[int], now: datetime, unwritten: Mapping[str, int] | None = None
+    ) -> dict[int, StageClaim]:
+        """Claim these rows where due; the claims by row id, each with its lane, read from the job and
+        its tenant's active jobs in one more statement for all of them (plus the `unwritten` changes
+        of the caller's transaction, by tenant)."""
+        unwritten = unwritten or {}
+        rows = session.execute(
+            update(OutboxMessage)
+            .where(OutboxMessage.id.in_(row_ids), self.due(now))
+            .values(available_at=now + timedelta(seconds=CLAIM_S), attempts=OutboxMessage.attempts + 1)
+            .returning(
+                OutboxMessage.id,
+                OutboxMessage.job_id,
+                OutboxMessage.stage,
+                OutboxMessage.part,
+                OutboxMessage.attempts,
+            )
+        ).all()
+        if not rows:
+            return {}
+        jobs = {
+            job_id: (
+                tenant_id,
+                self._lane(kind, status, active + unwritten.get(tenant_id, 0)),
+                status == JobStatus.RUNNING.value,
+            )
+            for job_id, tenant_id, kind, status, active in session.execute(
+                select(Job.id, Job.tenant_id, Job.kind, Job.status, Tenant.active_jobs)
+                .join(Tenant, Tenant.id == Job.tenant_id)
+                .where(Job.id.in_({row.job_id for row in rows}))
+            )
+        }
+        return {
+            row_id: StageClaim(job_id, stage, part, attempts, *jobs.get(job_id, (None, "interactive", True)))
+            for row_id, job_id, stage, part, attempts in rows
+        }
+
+    def _lane(self, kind: str, status: str, tenant_active_jobs: int) -> str:
+        """`bulk` for a reindex job; `backlog` for a job whose tenant has enough other unfinished jobs
+        (reindex jobs do not count: they travel in their own lane).
+
+        Read from the tenant's counter (shared/job_counters.py), so the choice costs the same at any
+        backlog. The others are the jobs ahead of a new job, which is what the relay mostly publishes;
+        a job requeued behind newer ones counts those too."""
+        if kind == JobKind.REINDEX.value:
             return "bulk"
         limit = self.interactive_jobs_per_tenant
         if limit <= 0:
             return "interactive"
-        ahead = session.scalar(
-            select(func.count())
-            .select_from(Job)
-            .where(
-                Job.tenant_id == job.tenant_id,
-                Job.status.in_(ACTIVE_STATUSES),
-                Job.kind != JobKind.REINDEX.value,
-                Job.created_at < job.created_at,
-            )
-        )
-        return "backlog" if (ahead or 0) >= limit else "interactive"
+        others = (tenant_active_jobs or 0) - (1 if status in ACTIVE_STATUSES else 0)
+        return "backlog" if others >= limit else "interactive"
 
     def send(self, claim: StageClaim) -> None:
         if claim.part is None:
@@ -97,8 +121,10 @@ class StageMessages:
     def sent(self, session: Session, row_id: int, claim: StageClaim) -> None:
         session.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow()))
         # A running job's next message is in the broker now: the sweeper must not take it for a
-        # lost hand-off while it waits in the queue (this relay's broker may stamp nothing).
-        record_hand_off(session, claim.job_id)
+        # lost hand-off while it waits in the queue (this relay's broker may stamp nothing). A queued
+        # job's first message hands nothing on (and a worker may already have started it).
+        if claim.running:
+            record_hand_off(session, claim.job_id)
         if claim.lane == "backlog":
             mark_waiting(session, claim.job_id, BACKLOG)
         logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)

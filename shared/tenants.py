@@ -55,13 +55,15 @@ def get_tenant_by_name(session: Session, name: str) -> Tenant | None:
 
 def resolve_key(session: Session, key: str) -> tuple[ApiKey, Tenant | None] | None:
     """The live key matching `key` and its tenant, or None."""
-    api_key = session.scalars(
-        select(ApiKey).where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
+    # One statement for both: every authenticated request asks this first.
+    row = session.execute(
+        select(ApiKey, Tenant)
+        .outerjoin(Tenant, Tenant.id == ApiKey.tenant_id)
+        .where(ApiKey.key_hash == hash_key(key), ApiKey.revoked_at.is_(None))
     ).first()
-    if api_key is None:
+    if row is None:
         return None
-    tenant = session.get(Tenant, api_key.tenant_id) if api_key.tenant_id else None
-    return api_key, tenant
+    return row[0], row[1]
 
 
 def admin_keys(session: Session) -> list[ApiKey]:

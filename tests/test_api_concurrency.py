@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from gateway.app import create_app
 from shared.db import Database
-from shared.models import Document, Job
+from shared.models import Document, Job, Tenant
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
@@ -69,3 +69,28 @@ def test_concurrent_uploads_of_the_same_bytes_without_a_key_make_one_document(
     responses = post_at_once(app, 10, auth(tenant_key(app, "acme")), text_pdf(["Same bytes."]))
     assert sorted(r.status_code for r in responses) == [200] * 9 + [202]
     assert counts(pg_db) == (1, 1)
+
+
+def test_concurrent_uploads_beyond_the_quota_are_refused_and_the_counter_holds(
+    settings: Settings, pg_server_url: str, pg_db: Database
+) -> None:
+    # Given a gateway on PostgreSQL whose tenants may have three active jobs
+    app = gateway_on(settings.replace(max_active_jobs=3), pg_server_url)
+    headers = auth(tenant_key(app, "acme"))
+    start = threading.Barrier(12)
+
+    def post(n: int) -> Any:
+        client = app.test_client()
+        start.wait()
+        body = text_pdf([f"Distinct upload number {n}."])
+        return client.post("/v1/documents", headers=headers, data={"file": (io.BytesIO(body), "a.pdf")})
+
+    # When twelve distinct uploads arrive at the same moment
+    with ThreadPoolExecutor(12) as pool:
+        responses = list(pool.map(post, range(12)))
+
+    # Then exactly three are accepted, the others refused, and the counter says three
+    assert sorted(r.status_code for r in responses) == [202] * 3 + [429] * 9
+    assert counts(pg_db) == (3, 3)
+    with pg_db.transaction() as session:
+        assert session.scalar(select(Tenant.active_jobs)) == 3

@@ -6,7 +6,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import JSON, DateTime, ForeignKey, Integer, String, Text
+from sqlalchemy import JSON, BigInteger, DateTime, ForeignKey, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from shared.models.base import Base, new_id, utcnow
@@ -45,6 +45,10 @@ class Tenant(Base):
     active_embedding_dim: Mapped[int | None] = mapped_column(Integer)
     # Tesseract languages ("deu+eng") for the tenant's uploads that name none; NULL: the service's.
     ocr_languages: Mapped[str | None] = mapped_column(String(100))
+    # Counters the quotas and the lane choice read (shared/job_counters.py): the tenant's active jobs
+    # other than reindex jobs, and the bytes of its live documents.
+    active_jobs: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    stored_bytes: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
