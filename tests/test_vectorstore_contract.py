@@ -148,6 +148,33 @@ def test_filters_narrow_by_document_pages_and_metadata_ranges(
         assert 0.25 <= p["metadata"]["score"] <= 0.75
 
 
+def test_min_score_is_a_cosine_a_bm25_score_or_the_fused_hits_cosine(
+    filled: tuple[VectorStore, str, Corpus],
+) -> None:
+    store, name, corpus = filled
+    text = "harbor lantern copper"
+    query = np.asarray(corpus.query_vector(text))
+    dense = ask(store, name, A, corpus, "dense", top_k=50)
+    keyword = ask(store, name, A, corpus, "keyword", top_k=50)
+    # Thresholds halfway between two hits' scores, so no float rounding decides
+    middle = len(dense) // 2
+    cosine = (dense[middle].score + dense[middle + 1].score) / 2
+    bm25 = (keyword[len(keyword) // 2].score + keyword[len(keyword) // 2 + 1].score) / 2
+    # A dense or keyword threshold keeps exactly the hits scoring at least that much
+    assert [h.score for h in ask(store, name, A, corpus, "dense", top_k=50, min_score=cosine)] == [
+        h.score for h in dense if h.score >= cosine
+    ]
+    assert [h.score for h in ask(store, name, A, corpus, "keyword", top_k=50, min_score=bm25)] == [
+        h.score for h in keyword if h.score >= bm25
+    ]
+    # A hybrid threshold is the cosine every fused hit reaches
+    fused = ask(store, name, A, corpus, "hybrid", top_k=50, min_score=cosine)
+    vectors = {(c, v): corpus.query_vector(t) for (d, c, v), t in corpus.texts[A].items()}
+    assert fused and len(fused) <= len([h for h in dense if h.score >= cosine])
+    for hit in fused:
+        assert float(np.dot(query, vectors[(hit.payload["chunk_index"], 1)])) >= cosine - 1e-5
+
+
 def test_reindex_into_a_new_dimension(filled: tuple[VectorStore, str, Corpus]) -> None:
     store, old, corpus = filled
     # Given a tenant reindexing into a model of another dimension, version 3

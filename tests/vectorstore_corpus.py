@@ -66,6 +66,7 @@ class Corpus:
 
     dimension: int
     keys: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    texts: dict[str, dict[tuple[str, int, int], str]] = field(default_factory=dict)
 
     def query_vector(self, text: str) -> list[float]:
         total = np.zeros(self.dimension)
@@ -114,5 +115,6 @@ def write_corpus(
                     }
                 )
                 corpus.keys.setdefault(tenant, []).append((document, chunk, version))
+                corpus.texts.setdefault(tenant, {})[(document, chunk, version)] = text
             store.upsert(name, ids, vectors, payloads, sparse=[document_vector(t) for t in texts])
     return corpus
