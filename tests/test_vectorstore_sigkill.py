@@ -109,7 +109,7 @@ def test_sigkill_in_index_stages_loses_and_duplicates_no_point(tmp_path: Path) -
         for n in range(KILLS):
             service.start()
             # Given a document whose index stage has written at least one acknowledged batch
-            pages = [f"Document {n} page {p}. " + "words to index " * 120 for p in range(24)]
+            pages = [f"Document {n} page {p}. " + "words to index " * 120 for p in range(48)]
             answer = httpx.post(
                 f"http://127.0.0.1:{service.port}/v1/documents",
                 headers={"Authorization": f"Bearer {key}"},
@@ -123,6 +123,11 @@ def test_sigkill_in_index_stages_loses_and_duplicates_no_point(tmp_path: Path) -
             time.sleep(rng.uniform(0, 0.3))
             service.kill()
             assert index_stage(db, job_id) == "running"
+            # (the acknowledged batches survived the kill, replayed from the write-ahead log)
+            survived = job_points(settings, job_id)
+            assert len(survived) >= 16 and all(
+                p in {point_id(job_id, i) for i in range(200)} for p in survived
+            )
             # Then, restarted, it completes the job
             service.start()
             wait_for(lambda j=job_id: job_status(db, j) == "completed", 120, "the job to complete")
@@ -147,6 +152,14 @@ def job_status(db: Database, job_id: str) -> str:
         job = session.get(Job, job_id)
         assert job is not None
         return str(job.status.value if hasattr(job.status, "value") else job.status)
+
+
+def job_points(settings: Settings, job_id: str) -> list[str]:
+    store = open_vector_store(settings)
+    try:
+        return [p.id for c in store.collections() for p in store.records(c) if p.payload["job_id"] == job_id]
+    finally:
+        store.close()
 
 
 def index_stage(db: Database, job_id: str) -> str | None:
