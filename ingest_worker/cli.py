@@ -6,6 +6,7 @@ python -m ingest_worker.cli demo               # migrate, ensure the demo tenant
 python -m ingest_worker.cli reindex NAME [--from index|embed|chunk|extract] [--model M] [--dim D] [--dry-run]
 python -m ingest_worker.cli reindex NAME --cancel
 python -m ingest_worker.cli migrate-vectors    # move local-mode vectors into the embedded engine's store
+python -m ingest_worker.cli compact-vectors    # vacuum deleted points out of it (service stopped)
 """
 
 from __future__ import annotations
@@ -50,6 +51,19 @@ def cmd_migrate_vectors(settings: Settings) -> int:
         print("nothing to move: no local-mode data, or moved before")
     for name, count in moved.collections.items():
         print(f"{name}: {count} points")
+    return 0
+
+
+def cmd_compact_vectors(settings: Settings) -> int:
+    """Vacuum the embedded engine's shards, while the service is stopped (it holds the folder)."""
+    from shared.vectorstores import EdgeStore
+
+    store = EdgeStore(settings.effective_edge_path, prefix=settings.qdrant_collection_prefix)
+    try:
+        for name, seconds in store.compact().items():
+            print(f"{name}: {seconds:.1f} s")
+    finally:
+        store.close()
     return 0
 
 
@@ -153,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply database migrations")
     sub.add_parser("migrate-vectors", help="move local-mode vectors into the embedded engine's store")
+    sub.add_parser("compact-vectors", help="vacuum deleted points out of the embedded engine's store")
     tenant = sub.add_parser("tenant", help="create a tenant and print its API key")
     tenant.add_argument("name")
     key = sub.add_parser("key", help="create another API key for a tenant")
@@ -176,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_migrate(settings)
     if args.command == "migrate-vectors":
         return cmd_migrate_vectors(settings)
+    if args.command == "compact-vectors":
+        return cmd_compact_vectors(settings)
     if args.command == "tenant":
         return cmd_tenant(settings, args.name)
     if args.command == "key":

@@ -171,6 +171,24 @@ def test_a_dense_only_collection_moves_as_dense_only(settings: Settings) -> None
         store.close()
 
 
+def test_compacting_keeps_every_live_point(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given the migrated store, whose tenant purges its version 1
+    monkeypatch.setenv("INGEST_DATA_DIR", settings.data_dir)
+    assert cli.main(["migrate-vectors"]) == 0
+    store = EdgeStore(settings.effective_edge_path, prefix="chunks")
+    store.delete(HYBRID, "acme", keep_versions=[2])
+    before = everything(store)
+    store.close()
+    # When it is compacted, then the live points are all there as they were
+    assert cli.main(["compact-vectors"]) == 0
+    store = EdgeStore(settings.effective_edge_path, prefix="chunks")
+    try:
+        assert_same_points(before, everything(store))
+        assert per_version(everything(store)[HYBRID]) == {("acme", 2): 16, ("other", 1): 6}
+    finally:
+        store.close()
+
+
 def test_the_command_moves_the_points(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INGEST_DATA_DIR", settings.data_dir)
     assert cli.main(["migrate-vectors"]) == 0
