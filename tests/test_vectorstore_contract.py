@@ -71,6 +71,8 @@ def test_the_embedded_default_is_the_engine_in_process(tmp_path: Path) -> None:
     rollback = open_vector_store(Settings(data_dir=str(tmp_path / "b"), embedded_vector_store="local"))
     try:
         assert type(default) is EdgeStore and type(rollback) is QdrantClientStore
+        default.check()  # ready on a first start, before any shard exists
+        rollback.check()
         assert isinstance(default, VectorStore) and isinstance(rollback, VectorStore)
     finally:
         default.close()

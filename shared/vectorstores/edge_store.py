@@ -8,7 +8,7 @@ once it is in the write-ahead log, so an acknowledged batch survives a SIGKILL.
 
 from __future__ import annotations
 
-import logging
+import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -33,7 +33,6 @@ from shared.vectorstores.protocol import (
     scope,
 )
 
-log = logging.getLogger(__name__)
 EdgeVector = list[float] | qe.SparseVector
 
 
@@ -79,7 +78,12 @@ class EdgeStore:
             return self._shards[name]
 
     def check(self) -> None:
-        if not self.root.parent.is_dir():
+        """The folder is there (made on a first start) and writable."""
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise VectorStoreUnavailableError() from exc
+        if not os.access(self.root, os.W_OK):
             raise VectorStoreUnavailableError()
 
     def collection(self, model: str, dimension: int) -> str:
