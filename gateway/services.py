@@ -13,7 +13,7 @@ from shared.errors import SearchUnavailableError
 from shared.outbox import Relay
 from shared.settings import Settings
 from shared.storage import ObjectStorage
-from shared.vectorstore import VectorStore
+from shared.vectorstore import VectorStore, open_vector_store
 
 
 class Services:
@@ -46,7 +46,7 @@ class Services:
             # The local Qdrant folder belongs to the index worker in the split topology.
             raise SearchUnavailableError()
         with self._lock:
-            return VectorStore.from_settings(self.settings)
+            return open_vector_store(self.settings)
 
     @cached_property
     def embedders(self) -> Embedders:

@@ -5,6 +5,8 @@ python -m ingest_worker.cli tenant NAME        # prints the new tenant's API key
 python -m ingest_worker.cli demo               # migrate, ensure the demo tenant, print its key
 python -m ingest_worker.cli reindex NAME [--from index|embed|chunk|extract] [--model M] [--dim D] [--dry-run]
 python -m ingest_worker.cli reindex NAME --cancel
+python -m ingest_worker.cli migrate-vectors    # move local-mode vectors into the embedded engine's store
+python -m ingest_worker.cli compact-vectors    # vacuum deleted points out of it (service stopped)
 """
 
 from __future__ import annotations
@@ -29,6 +31,39 @@ from shared.tenants import create_tenant, get_tenant_by_name, new_api_key
 def cmd_migrate(settings: Settings) -> int:
     migrate(settings.effective_database_url)
     print("database is at the newest schema")
+    return 0
+
+
+def cmd_migrate_vectors(settings: Settings) -> int:
+    """What the embedded process does on its first start, run by hand (while it is stopped)."""
+    from shared.vectorstores import EdgeStore
+    from shared.vectorstores.migration import migrate_local_mode
+
+    if settings.qdrant_url or settings.embedded_vector_store != "edge":
+        print("nothing to move: the vectors are not in the embedded engine's store", file=sys.stderr)
+        return 1
+    store = EdgeStore(settings.effective_edge_path, prefix=settings.qdrant_collection_prefix)
+    try:
+        moved = migrate_local_mode(settings.effective_qdrant_path, store)
+    finally:
+        store.close()
+    if moved.skipped:
+        print("nothing to move: no local-mode data, or moved before")
+    for name, count in moved.collections.items():
+        print(f"{name}: {count} points")
+    return 0
+
+
+def cmd_compact_vectors(settings: Settings) -> int:
+    """Vacuum the embedded engine's shards, while the service is stopped (it holds the folder)."""
+    from shared.vectorstores import EdgeStore
+
+    store = EdgeStore(settings.effective_edge_path, prefix=settings.qdrant_collection_prefix)
+    try:
+        for name, seconds in store.compact().items():
+            print(f"{name}: {seconds:.1f} s")
+    finally:
+        store.close()
     return 0
 
 
@@ -131,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("migrate", help="apply database migrations")
+    sub.add_parser("migrate-vectors", help="move local-mode vectors into the embedded engine's store")
+    sub.add_parser("compact-vectors", help="vacuum deleted points out of the embedded engine's store")
     tenant = sub.add_parser("tenant", help="create a tenant and print its API key")
     tenant.add_argument("name")
     key = sub.add_parser("key", help="create another API key for a tenant")
@@ -152,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings.from_env()
     if args.command == "migrate":
         return cmd_migrate(settings)
+    if args.command == "migrate-vectors":
+        return cmd_migrate_vectors(settings)
+    if args.command == "compact-vectors":
+        return cmd_compact_vectors(settings)
     if args.command == "tenant":
         return cmd_tenant(settings, args.name)
     if args.command == "key":

@@ -25,7 +25,7 @@ from shared.models import Job, OutboxMessage
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
-from shared.vectorstore import VectorStore
+from shared.vectorstore import VectorStore, open_vector_store
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def main() -> None:
     relay = Relay.from_settings(db.sessions, Publisher(make_broker(settings)), settings)
     # What this loop's own passes write (resumed jobs, reindex jobs) leaves at once.
     relay.attach(db.sessions)
-    vectors = cache(lambda: VectorStore.from_settings(settings)) if settings.qdrant_url else None
+    vectors = cache(lambda: open_vector_store(settings)) if settings.qdrant_url else None
     loop = MaintenanceLoop(db, relay, settings, vectors)
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     signal.signal(signal.SIGINT, lambda *_: loop.stop())

@@ -13,7 +13,7 @@ from shared.db import Database
 from shared.embedders import Embedder, Embedders, make_embedder
 from shared.settings import Settings
 from shared.storage import ObjectStorage, make_storage
-from shared.vectorstore import VectorStore
+from shared.vectorstore import VectorStore, open_vector_store
 
 
 class Resources:
@@ -54,7 +54,7 @@ class Resources:
     @cached_property
     def vectors(self) -> VectorStore:
         with self._lock:
-            return VectorStore.from_settings(self.settings)
+            return open_vector_store(self.settings)
 
 
 _current: Resources | None = None

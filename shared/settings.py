@@ -62,14 +62,16 @@ class Settings(DerivedSettings):
 
     # Vector store (Qdrant).
 
-    # Qdrant server URL; empty means local mode in qdrant_path (one process owns the folder).
+    # Qdrant server URL; empty means the embedded store (embedded_vector_store; one process owns its folder).
     qdrant_url: str = ""
     # API key of the Qdrant server (never logged).
     qdrant_api_key: str = field(default="", repr=False)
-    # Folder of Qdrant local mode; empty means data_dir/qdrant.
+    # Folder of Qdrant local mode (and of the data the embedded store migrates); empty means data_dir/qdrant.
     qdrant_path: str = ""
     # Collections are named from this prefix, the embedding model and its dimension.
     qdrant_collection_prefix: str = "chunks"
+    # Store without a Qdrant URL: "edge" (the Qdrant engine in-process, data_dir/vectors/edge) or "local".
+    embedded_vector_store: str = "edge"
 
     # Embeddings.
 
@@ -257,8 +259,7 @@ class Settings(DerivedSettings):
     index_worker_threads: int = 1
     # Messages each worker process holds ahead of its threads (0: Dramatiq's default, twice the threads).
     worker_prefetch: int = 0
-    # Prometheus: the port of a worker pool's exposition server (0: none; the topology gives each
-    # pool on a host its own, counting up from this one).
+    # Prometheus: port of a worker pool's exposition server (0: none; each pool on a host counts up).
     metrics_port: int = 0
     # Prometheus: the folder of the multiprocess metric files (empty: data_dir/metrics).
     metrics_dir: str = ""
@@ -283,8 +284,7 @@ class Settings(DerivedSettings):
         os.environ.setdefault("OMP_THREAD_LIMIT", str(self.ocr_threads))
 
     def to_env(self, *, every_field: bool = False) -> dict[str, str]:
-        """The `INGEST_*` variables that rebuild these settings in another process (non-default
-        fields only, unless `every_field`); `from_env(s.to_env()) == s`."""
+        """The variables that rebuild these settings elsewhere; `from_env(s.to_env()) == s`."""
         return env_of(self, every_field=every_field)
 
     def replace(self, **changes: Any) -> Settings:

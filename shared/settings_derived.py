@@ -33,6 +33,11 @@ class DerivedSettings:
         return self.qdrant_path or str(Path(self.data_dir) / "qdrant")
 
     @property
+    def effective_edge_path(self) -> str:
+        """Folder of the embedded store's shards, one per collection (used only without a Qdrant URL)."""
+        return str(Path(self.data_dir) / "vectors" / "edge")
+
+    @property
     def effective_model_cache_dir(self) -> str:
         """Folder where the offline embedder's ONNX graph is built once and kept."""
         return self.model_cache_dir or str(Path(self.data_dir) / "models")

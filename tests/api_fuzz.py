@@ -110,7 +110,7 @@ def build_target(app_settings: Settings) -> Target:
     from shared.errors import PermanentError
     from shared.queue import Publisher, make_broker
     from shared.tenants import create_tenant
-    from shared.vectorstore import VectorStore
+    from shared.vectorstore import QdrantClientStore
     from tests.conftest import admin_key, tenant_key
     from tests.databases import migrate_database
 
@@ -118,7 +118,7 @@ def build_target(app_settings: Settings) -> Target:
     app = create_app(
         app_settings,
         publisher=Publisher(make_broker(app_settings)),
-        vectors=VectorStore(QdrantClient(":memory:"), prefix="chunks", server=False),
+        vectors=QdrantClientStore(QdrantClient(":memory:"), prefix="chunks", server=False),
         embedder=make_embedder(app_settings),
     )
     keys = {"tenant": tenant_key(app, "fuzz"), "admin": admin_key(app)}

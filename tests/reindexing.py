@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask
-from qdrant_client import models
 from sqlalchemy import select
 
 from ingest_worker.resources import Resources
@@ -95,22 +94,7 @@ def active_version(res: Resources, tenant_id: str) -> int:
 
 def points_of(res: Resources, collection: str, tenant_id: str) -> list[dict[str, Any]]:
     """Every payload of the tenant's points in `collection` (read straight from Qdrant)."""
-    store = res.vectors
-    if not store.client.collection_exists(collection):
-        return []
-    found: list[dict[str, Any]] = []
-    offset = None
-    tenant = models.Filter(
-        must=[models.FieldCondition(key="tenant_id", match=models.MatchValue(value=tenant_id))]
-    )
-    while True:
-        with store._lock:
-            points, offset = store.client.scroll(
-                collection, scroll_filter=tenant, limit=256, offset=offset, with_payload=True
-            )
-        found.extend({"id": str(p.id), **(p.payload or {})} for p in points)
-        if offset is None:
-            return found
+    return [{"id": p.id, **p.payload} for p in res.vectors.records(collection, tenant_id=tenant_id)]
 
 
 @dataclass

@@ -55,9 +55,8 @@ HOSTILE = {key: f"forged {key}" for key in RESERVED} | {"index_version": 999}
 def points(res: Resources, tenant_id: str, document_id: str) -> list[Any]:
     store = res.vectors
     collection = store.collection(res.embedder.model_name, res.embedder.dimension)
-    scope = store._scope(tenant_id, must=[("document_id", document_id)])
-    found, _ = store.client.scroll(collection, scroll_filter=scope, limit=1000, with_vectors=True)
-    return list(found)
+    found = store.records(collection, tenant_id=tenant_id, with_vectors=True)
+    return [p for p in found if p.payload["document_id"] == document_id]
 
 
 def test_the_builder_puts_metadata_under_its_own_key() -> None:
@@ -124,7 +123,7 @@ def test_metadata_named_after_payload_keys_stays_under_metadata_and_a_patch_rewr
     assert set(after) == {p.id for p in before}
     for point in before:
         assert after[point.id].payload == {**point.payload, "metadata": {"year": 2026}}
-        assert after[point.id].vector == point.vector
+        assert after[point.id].vectors == point.vectors
 
 
 # The race: stages one by one.

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 from flask import Flask
-from qdrant_client import QdrantClient
 
 from deploy.supervisor import Topology
 from deploy.topology import process_specs
@@ -23,6 +22,7 @@ from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
+from shared.vectorstore import open_vector_store
 from tests.pdfs import text_pdf
 from tests.test_outbox import closed_port
 
@@ -94,17 +94,17 @@ def test_upload_completes_through_worker_processes_on_real_services(
     # And the original is in the S3 bucket under an id-derived key
     storage = app.extensions["ingest"].storage
     assert storage.exists(f"documents/{tenant_id}/{job['document_id']}.pdf")
-    # And, once the index pool has let go of the local folder, the points carry the tenant payload
+    # And, once the index pool has let go of the embedded store's folder, the points carry the tenant
     workers.stop()
-    client_q = QdrantClient(path=prod_settings.qdrant_path)
+    store = open_vector_store(prod_settings)
     try:
-        (collection,) = [c.name for c in client_q.get_collections().collections]
-        records, _ = client_q.scroll(collection, limit=100, with_payload=True)
+        (collection,) = store.collections()
+        records = list(store.records(collection))
     finally:
-        client_q.close()
+        store.close()
     assert len(records) == job["counters"]["points"]
-    assert {r.payload["tenant_id"] for r in records} == {tenant_id}  # type: ignore[index]
-    covered = {p for r in records for p in range(r.payload["page_start"], r.payload["page_end"] + 1)}  # type: ignore[index]
+    assert {r.payload["tenant_id"] for r in records} == {tenant_id}
+    covered = {p for r in records for p in range(r.payload["page_start"], r.payload["page_end"] + 1)}
     assert covered == {1, 2}
 
 

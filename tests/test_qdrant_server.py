@@ -12,7 +12,7 @@ import pytest
 from shared import sparse
 from shared.search_filter import SearchFilter
 from shared.settings import Settings
-from shared.vectorstore import VectorStore
+from shared.vectorstore import QdrantClientStore, open_vector_store
 
 QDRANT_URL = os.environ.get("INGEST_QDRANT_URL", "")
 pytestmark = pytest.mark.skipif(not QDRANT_URL, reason="needs a Qdrant server: set INGEST_QDRANT_URL")
@@ -21,9 +21,10 @@ DIM = 4
 
 def test_a_server_collection_indexes_the_tenant_and_keeps_tenants_apart() -> None:
     # Given a hybrid collection of its own on the server
-    store = VectorStore.from_settings(
+    store = open_vector_store(
         Settings(qdrant_url=QDRANT_URL, qdrant_collection_prefix=f"t{uuid.uuid4().hex[:8]}")
     )
+    assert isinstance(store, QdrantClientStore)
     name = store.collection("model", DIM)
     try:
         store.ensure_collection(name, DIM)

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from qdrant_client import QdrantClient
 from sqlalchemy import select
 
 import ingest_worker.actors as actors
@@ -27,6 +26,7 @@ from shared.models import Job, JobStage, OutboxMessage, utcnow
 from shared.outbox import Relay
 from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings, child_environment
+from shared.vectorstore import open_vector_store
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
 from tests.databases import migrate_database
 from tests.inprocess import create_document_job, in_process_service
@@ -210,13 +210,13 @@ def test_a_worker_killed_in_the_middle_of_a_stage_is_recovered(
         loop.stop()
         for proc in running.values():
             kill_group(proc, signal.SIGTERM)
-    # The index pool has let go of the local Qdrant folder: one point per chunk, none duplicated
-    client_q = QdrantClient(path=settings.qdrant_path)
+    # The index pool has let go of the embedded store's folder: one point per chunk, none duplicated
+    store = open_vector_store(settings)
     try:
-        (collection,) = [c.name for c in client_q.get_collections().collections]
-        assert client_q.count(collection, exact=True).count == job.chunks
+        (collection,) = store.collections()
+        assert sum(1 for _ in store.records(collection)) == job.chunks
     finally:
-        client_q.close()
+        store.close()
 
 
 @pytest.mark.postgres

@@ -31,7 +31,9 @@ def test_a_dense_only_version_searches_densely_until_reindexed_from_the_index_st
     settings: Settings,
 ) -> None:
     with in_process_service(
-        settings.replace(maintenance_interval_s=0.2), threads=2, maintenance=True
+        settings.replace(maintenance_interval_s=0.2, embedded_vector_store="local"),
+        threads=2,
+        maintenance=True,
     ) as service:
         client, res = service.app.test_client(), service.resources
         store = res.vectors

@@ -23,7 +23,7 @@ from qdrant_client import QdrantClient
 from ingest_worker.stages.index import PointOrigin, index_points, sparse_vectors
 from shared.artifacts import Chunk
 from shared.sparse import query_vector
-from shared.vectorstore import VectorStore
+from shared.vectorstore import QdrantClientStore, VectorStore
 from tests.stages.test_real_documents import MANIFEST, _embedder, _result
 from tests.text_metrics import squash_whitespace
 
@@ -47,7 +47,7 @@ Question = tuple[str, str, list[str]]  # (document, query, what a hit's text mus
 def corpus(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[VectorStore, str, dict[str, list[Chunk]]]]:
-    store = VectorStore(
+    store = QdrantClientStore(
         QdrantClient(path=str(tmp_path_factory.mktemp("qdrant"))), prefix="chunks", server=False
     )
     embedder = _embedder()

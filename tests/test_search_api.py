@@ -73,16 +73,17 @@ def test_every_mode_answers_with_the_hit_shape(indexed: dict[str, Any]) -> None:
         assert {"page_start", "page_end", "section", "sections", "text", "score"} <= hit.keys()
         if mode != "dense":
             assert "zirconium" in hit["text"]
-    # And GET still answers: dense by default in the embedded topology (local mode), any mode on request
+    # And GET still answers: hybrid by default in the embedded topology (the engine), any mode on request
     client, headers = indexed["client"], {"Authorization": f"Bearer {indexed['a']['key']}"}
-    assert client.get("/v1/search?q=gasket", headers=headers).get_json()["mode"] == "dense"
-    assert client.post("/v1/search", json={"query": "gasket"}, headers=headers).get_json()["mode"] == "dense"
-    assert client.get("/v1/search?q=gasket&mode=hybrid", headers=headers).get_json()["mode"] == "hybrid"
+    assert client.get("/v1/search?q=gasket", headers=headers).get_json()["mode"] == "hybrid"
+    assert client.post("/v1/search", json={"query": "gasket"}, headers=headers).get_json()["mode"] == "hybrid"
+    assert client.get("/v1/search?q=gasket&mode=dense", headers=headers).get_json()["mode"] == "dense"
 
 
-def test_hybrid_is_the_default_with_a_qdrant_server_and_dense_in_local_mode(settings: Settings) -> None:
+def test_hybrid_is_the_default_but_on_local_mode(settings: Settings) -> None:
     assert default_mode(settings.replace(qdrant_url="http://qdrant:6333")) == "hybrid"
-    assert default_mode(settings) == "dense"
+    assert default_mode(settings) == "hybrid"
+    assert default_mode(settings.replace(embedded_vector_store="local")) == "dense"
 
 
 def test_filters_narrow_the_hits(indexed: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from qdrant_client import QdrantClient, models
 from shared.errors import ConflictError
 from shared.search_filter import MetadataCondition, SearchFilter
 from shared.sparse import document_vector, query_vector
-from shared.vectorstore import VectorStore, collection_name
+from shared.vectorstore import QdrantClientStore, collection_name
 
 A, B = "tenant-a", "tenant-b"
 DIM = 4
@@ -53,7 +53,7 @@ def payload(
 
 
 def write(
-    store: VectorStore, name: str, tenant: str, doc: str, *, hybrid: bool = True, version: int = 1
+    store: QdrantClientStore, name: str, tenant: str, doc: str, *, hybrid: bool = True, version: int = 1
 ) -> None:
     ids = [f"{abs(hash((tenant, doc, c[0], version))) % 10**12:012d}" for c in CHUNKS]
     ids = [f"00000000-0000-0000-0000-{i}" for i in ids]
@@ -63,14 +63,14 @@ def write(
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[VectorStore]:
-    store = VectorStore(QdrantClient(path=str(tmp_path / "qdrant")), prefix="chunks", server=False)
+def store(tmp_path: Path) -> Iterator[QdrantClientStore]:
+    store = QdrantClientStore(QdrantClient(path=str(tmp_path / "qdrant")), prefix="chunks", server=False)
     yield store
     store.close()
 
 
 @pytest.fixture
-def filled(store: VectorStore) -> tuple[VectorStore, str]:
+def filled(store: QdrantClientStore) -> tuple[QdrantClientStore, str]:
     # Given a hybrid collection holding tenant A's document "a1" and tenant B's document "b1"
     name, hybrid = store.place("model", DIM, A, 1)
     assert hybrid and name.endswith("_hybrid")
@@ -80,7 +80,9 @@ def filled(store: VectorStore) -> tuple[VectorStore, str]:
     return store, name
 
 
-def ask(store: VectorStore, name: str, text: str, dense: list[float], mode: str, **kw: Any) -> list[Any]:
+def ask(
+    store: QdrantClientStore, name: str, text: str, dense: list[float], mode: str, **kw: Any
+) -> list[Any]:
     hits = store.search(
         name,
         A,
@@ -95,7 +97,7 @@ def ask(store: VectorStore, name: str, text: str, dense: list[float], mode: str,
     return hits
 
 
-def test_each_mode_ranks_its_own_way(filled: tuple[VectorStore, str]) -> None:
+def test_each_mode_ranks_its_own_way(filled: tuple[QdrantClientStore, str]) -> None:
     store, name = filled
     # When a query's words name one chunk and its vector points at another
     text, vector = "zircon gasket", unit(0, 0, 1, 0)
@@ -108,7 +110,9 @@ def test_each_mode_ranks_its_own_way(filled: tuple[VectorStore, str]) -> None:
     assert {h.payload["chunk_index"] for h in hybrid[:2]} == {1, 3}
 
 
-def test_filters_narrow_by_document_filename_pages_and_metadata(filled: tuple[VectorStore, str]) -> None:
+def test_filters_narrow_by_document_filename_pages_and_metadata(
+    filled: tuple[QdrantClientStore, str],
+) -> None:
     store, name = filled
     q, v = "revenue", unit(1, 0, 0, 0)
 
@@ -125,7 +129,7 @@ def test_filters_narrow_by_document_filename_pages_and_metadata(filled: tuple[Ve
     assert chunks("keyword", metadata=(MetadataCondition("year", eq=2024),)) == {2}
 
 
-def test_no_filter_reaches_another_tenant(filled: tuple[VectorStore, str]) -> None:
+def test_no_filter_reaches_another_tenant(filled: tuple[QdrantClientStore, str]) -> None:
     store, name = filled
     q, v = "revenue", unit(1, 0, 0, 0)
     # Given filters naming tenant B's document, filename, and payload keys that look like the scope
@@ -147,7 +151,9 @@ def test_no_filter_reaches_another_tenant(filled: tuple[VectorStore, str]) -> No
             MetadataCondition(key, eq="x")
 
 
-def test_min_score_is_a_cosine_a_bm25_score_or_the_fused_hits_cosine(filled: tuple[VectorStore, str]) -> None:
+def test_min_score_is_a_cosine_a_bm25_score_or_the_fused_hits_cosine(
+    filled: tuple[QdrantClientStore, str],
+) -> None:
     store, name = filled
     v = unit(1, 0, 0, 0)  # cosine 1 with chunk 0, 0.71 with chunk 2, 0 with chunks 1 and 3
     assert {h.payload["chunk_index"] for h in ask(store, name, "x", v, "dense", min_score=0.5)} == {0, 2}
@@ -162,7 +168,7 @@ def test_min_score_is_a_cosine_a_bm25_score_or_the_fused_hits_cosine(filled: tup
     assert {h.payload["chunk_index"] for h in hybrid} == {0, 2}
 
 
-def test_idf_is_counted_over_the_tenants_own_points(filled: tuple[VectorStore, str]) -> None:
+def test_idf_is_counted_over_the_tenants_own_points(filled: tuple[QdrantClientStore, str]) -> None:
     store, name = filled
     before = ask(store, name, "zircon", unit(0, 1, 0, 0), "keyword")[0].score
     # When another tenant writes many chunks holding the same word
@@ -174,7 +180,7 @@ def test_idf_is_counted_over_the_tenants_own_points(filled: tuple[VectorStore, s
     assert ask(store, name, "zircon", unit(0, 1, 0, 0), "keyword")[0].score == pytest.approx(before)
 
 
-def test_a_version_written_before_hybrid_search_stays_dense_only(store: VectorStore) -> None:
+def test_a_version_written_before_hybrid_search_stays_dense_only(store: QdrantClientStore) -> None:
     # Given a dense-only collection (as made before) holding tenant A's version 1
     legacy = collection_name("chunks", "model", DIM)
     store.client.create_collection(
@@ -202,7 +208,9 @@ def test_a_version_written_before_hybrid_search_stays_dense_only(store: VectorSt
     assert store.count(legacy, A) == 0 and store.count(hybrid_name, A) == 4
 
 
-def test_the_dense_only_sibling_is_reached_before_any_hybrid_collection_exists(store: VectorStore) -> None:
+def test_the_dense_only_sibling_is_reached_before_any_hybrid_collection_exists(
+    store: QdrantClientStore,
+) -> None:
     # Given tenant A's points in a dense-only collection, and no hybrid collection yet
     legacy = collection_name("chunks", "model", DIM)
     store.client.create_collection(

@@ -4,7 +4,7 @@
 
 The worker runs in this process on the real Redis broker (a private key namespace) with 2 threads;
 the gateway is the Flask app publishing on that broker, with SQLite, a local object store and Qdrant
-local mode in a temporary folder. Embeddings come from the tests' OpenAI-compatible server on
+in-process in a temporary folder. Embeddings come from the tests' OpenAI-compatible server on
 127.0.0.1, which answers at once: what is measured is how the worker's threads are shared between
 tenants, not onnxruntime.
 

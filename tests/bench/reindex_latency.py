@@ -3,7 +3,7 @@
     python -m tests.bench.reindex_latency [--documents 30] [--pages 3]
 
 The service runs in this process as `make run` wires it (in-process broker, 2 worker threads, the
-maintenance loop, SQLite, a local object store, Qdrant local mode and the offline embedder) in a
+maintenance loop, SQLite, a local object store, Qdrant in-process and the offline embedder) in a
 temporary folder. Tenant A has `documents` documents; tenant B uploads one document at a time,
 first alone, then while A's reindex (re-embedding every document) runs, and A uploads one of its
 own during its reindex. Latency: the upload request → its job's `finished_at`. `measure` returns the

@@ -178,7 +178,7 @@ def _end_to_end(results: Pipeline) -> str:
     return (
         "## End to end, embedded topology\n\n"
         "The real `deploy/embedded.py` process (waitress, the in-process broker with "
-        f"{results.worker_threads} worker threads, SQLite, a local object store, Qdrant local mode, the "
+        f"{results.worker_threads} worker threads, SQLite, a local object store, Qdrant in-process, the "
         f"offline embedder with {results.embed_threads} onnxruntime thread(s)) started on a free port; "
         "each document uploaded alone over HTTP and its job polled every "
         f"{POLL_INTERVAL_S * 1000:.0f} ms until `completed`. Stage seconds come from the `job_stages` "
@@ -221,7 +221,7 @@ def _fairness(result: Fairness) -> str:
         "## Fairness between two tenants\n\n"
         f"`tests/bench/fairness.py`: the gateway and an in-process worker with {threads} threads on the "
         f"Redis broker (polling an idle queue every {result.worker_timeout_ms} ms at most; the `dramatiq` "
-        "command of `make worker` waits up to a second), SQLite, a local object store, Qdrant local mode, "
+        "command of `make worker` waits up to a second), SQLite, a local object store, Qdrant in-process, "
         "and the tests' OpenAI-compatible embeddings server on 127.0.0.1, which answers at once, in place "
         f"of the local embedder. Every document has {result.pages} text pages. For each cap, on a fresh "
         f"service: tenant B uploads alone {len(first.idle_s)} times, then tenant A uploads "
@@ -261,7 +261,7 @@ def _reindex(result: ReindexLatency) -> str:
     return (
         "## An upload during a reindex\n\n"
         "`tests/bench/reindex_latency.py`: the service wired as `make run` wires it (in-process broker, "
-        f"{result.worker_threads} worker threads, the offline embedder, SQLite, Qdrant local mode). Tenant A "
+        f"{result.worker_threads} worker threads, the offline embedder, SQLite, Qdrant in-process). Tenant A "
         f"has {result.documents} documents of {result.pages} text pages; tenant B uploads one such document "
         f"at a time, {len(result.idle_s)} times alone, then {len(result.during_s)} times while A's reindex "
         "(every document re-embedded into a new index version) runs, and A uploads one of its own during "

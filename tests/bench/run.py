@@ -37,6 +37,7 @@ from tests.bench import (
     recovery,
     search_latency,
     starvation,
+    vector_store,
     webhook_latency,
     worker_memory,
 )
@@ -66,6 +67,7 @@ PARTS = (
     "webhooks",
     "search",
     "starvation",
+    "vectors",
 )
 # The end-to-end figures measured earlier on such machines (ARCHITECTURE.md §10).
 REFERENCE_TEXT_S = 9.0
@@ -113,6 +115,11 @@ def main() -> None:
         "starvation": lambda: (
             starvation.measure_starvation(10, 40, 50) if quick else starvation.measure_starvation()
         ),
+        "vectors": lambda: (
+            vector_store.measure_vector_store(6_000, 4_000, 30, 5, 1.0)
+            if quick
+            else vector_store.measure_vector_store()
+        ),
     }
     for part in parts:
         step(part)
@@ -140,6 +147,8 @@ def main() -> None:
     if "starvation" in found:
         rows, (streams, halves) = found["starvation"], (10, 40) if quick else (50, 200)
         sections.append(starvation.starvation_section(rows, streams, halves))  # type: ignore[arg-type]
+    if "vectors" in found:
+        sections.append(vector_store.vector_section(found["vectors"]))  # type: ignore[arg-type]
     results = Results(
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC") + (" (quick mode)" if quick else ""),
         duration_s=time.monotonic() - started,

@@ -25,7 +25,7 @@ import numpy as np
 from qdrant_client import QdrantClient
 
 from shared.sparse import document_vector, query_vector
-from shared.vectorstore import VectorStore
+from shared.vectorstore import QdrantClientStore
 
 DIMENSION = 384
 VOCABULARY = 20_000
@@ -46,7 +46,7 @@ class SearchLatency:
         return 1000 * ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
-def _fill(store: VectorStore, name: str, points: int, rng: np.random.Generator) -> list[str]:
+def _fill(store: QdrantClientStore, name: str, points: int, rng: np.random.Generator) -> list[str]:
     """`points` synthetic chunks, alternately of the tenant and of another; returns the tenant's texts."""
     words = np.array([f"w{i}" for i in range(VOCABULARY)])
     texts: list[str] = []
@@ -73,7 +73,7 @@ def measure_search_latency(sizes: tuple[int, ...] = (10_000, 50_000), queries: i
     found: dict[tuple[int, str], tuple[float, ...]] = {}
     for points in sizes:
         workdir = Path(tempfile.mkdtemp(prefix="ingest-bench-search-"))
-        store = VectorStore(QdrantClient(path=str(workdir / "qdrant")), prefix="bench", server=False)
+        store = QdrantClientStore(QdrantClient(path=str(workdir / "qdrant")), prefix="bench", server=False)
         try:
             name = store.collection("synthetic", DIMENSION)
             store.ensure_collection(name, DIMENSION)

@@ -7,10 +7,10 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 
-from qdrant_client import QdrantClient, models
 from sqlalchemy import select
 
 from shared.models import Job
+from shared.vectorstore import open_vector_store
 from tests.chaos.cluster import INDEX, Cluster
 
 FINAL = {"completed", "failed", "dead_lettered", "cancelled"}
@@ -54,27 +54,17 @@ def wait_final(cluster: Cluster, tenant_id: str, timeout_s: float) -> dict[str, 
 
 
 def tenant_points(cluster: Cluster, tenant_id: str) -> list[dict[str, object]]:
-    """The payload of every point of the tenant, read from the local Qdrant folder while the index
+    """The payload of every point of the tenant, read from the embedded store's folder while the index
     pool (its one owner) is stopped; the pool is started again afterwards."""
     cluster.stop_process(INDEX)
     try:
-        client = QdrantClient(path=cluster.settings.qdrant_path)
+        store = open_vector_store(cluster.settings)
         try:
-            found: list[dict[str, object]] = []
-            only = models.Filter(
-                must=[models.FieldCondition(key="tenant_id", match=models.MatchValue(value=tenant_id))]
-            )
-            for collection in client.get_collections().collections:
-                offset = None
-                while True:
-                    records, offset = client.scroll(
-                        collection.name, scroll_filter=only, limit=1000, offset=offset, with_payload=True
-                    )
-                    found += [dict(r.payload or {}) for r in records]
-                    if offset is None:
-                        break
+            found: list[dict[str, object]] = [
+                dict(p.payload) for c in store.collections() for p in store.records(c, tenant_id=tenant_id)
+            ]
         finally:
-            client.close()
+            store.close()
     finally:
         cluster.restart(INDEX, kill=False)
     return found
