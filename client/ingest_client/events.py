@@ -117,6 +117,11 @@ class Follower:
                 self.http.json("GET", f"/v1/jobs/{self.job_id}")  # raises when the job itself is missing
                 self.max_stream_failures = 0  # the job is there but the stream is not: poll instead
                 return
+            if response.status_code == 429:
+                # The tenant holds as many streams as it may (other jobs followed at once): poll this one.
+                response.read()
+                self.max_stream_failures = 0
+                return
             if response.status_code >= 500:
                 # A proxy or an overloaded gateway: try the stream again, then poll.
                 raise StreamError(f"event stream answered {response.status_code}")

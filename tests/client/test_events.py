@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import httpx
+
 from ingest_client import JobUpdate
-from tests.client.conftest import Served
+from shared.settings import Settings
+from tests.client.conftest import Served, serving
 from tests.pdfs import text_pdf
 
 PDF = text_pdf(["Quarterly revenue grew in every region. " * 20, "Payment terms are thirty days. " * 20])
@@ -60,6 +63,26 @@ def test_wait_polls_the_job_when_the_stream_is_refused(served: Served) -> None:
 
     # Then it tried the stream a few times, then polled the job to its end
     assert len(served.events.last_event_ids) >= 2
+    assert updates[-1].status == "completed"
+    assert all(u.event is None for u in updates)
+
+
+def test_wait_polls_the_job_while_the_tenant_holds_every_stream(client_settings: Settings) -> None:
+    # Given a tenant allowed one event stream, already open on another job
+    with serving(client_settings.replace(events_max_streams_per_tenant=1)) as served:
+        key = served.tenant_key()
+        headers = {"Authorization": f"Bearer {key}"}
+        with served.client(key) as client, httpx.Client(base_url=served.url, headers=headers) as other:
+            held_id = client.upload([("held.pdf", PDF)])[0].job_id
+            job_id = client.upload([("report.pdf", PDF)])[0].job_id
+            assert held_id is not None and job_id is not None
+            with other.stream("GET", f"/v1/jobs/{held_id}/events", timeout=30) as held:
+                assert held.status_code == 200
+
+                # When the client follows the second job (its stream answered 429)
+                updates = list(client.wait(job_id, timeout_s=60))
+
+    # Then it polled the job to its end instead of failing
     assert updates[-1].status == "completed"
     assert all(u.event is None for u in updates)
 
