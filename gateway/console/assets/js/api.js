@@ -24,6 +24,8 @@ function authHeaders(extra = {}) {
 }
 
 async function failure(response) {
+  // A key revoked or a tenant suspended meanwhile: the shell goes back to the sign-in form.
+  if (response.status === 401) window.dispatchEvent(new CustomEvent("console:signed-out"));
   let body = null;
   try { body = await response.json(); } catch { body = null; }
   const retry = Number(response.headers.get("Retry-After")) || 0;

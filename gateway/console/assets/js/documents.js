@@ -49,7 +49,8 @@ function renderDocument(ctx, documentId) {
   const chunkHolder = el("section", { "aria-labelledby": "chunks-title" }, [heading("Chunks", 2), chunks]);
   chunkHolder.firstChild.id = "chunks-title";
   const textHolder = el("section", {}, [heading("Text", 2), pages]);
-  root.append(heading("Document"), factsBox, chunkHolder, textHolder);
+  const title = heading("Document");
+  root.append(title, factsBox, chunkHolder, textHolder);
   let cursor = null;
   const more = button("Load more chunks", () => loadChunks());
 
@@ -85,6 +86,7 @@ function renderDocument(ctx, documentId) {
       if (ctx.isCurrent()) clear(root).append(heading("Document not found"), el("p", { class: "error", role: "alert", text: errorText(error) }));
       return;
     }
+    title.textContent = `Document ${d.filename}`;
     const rows = [
       ["File", el("span", { id: "document-filename", text: d.filename })], ["Document id", d.document_id],
       ["Pages", d.page_count ?? "—"], ["Size", bytes(d.size_bytes)], ["SHA-256", d.sha256], ["Uploaded", when(d.created_at)],

@@ -115,6 +115,12 @@ async function start() {
     showSignIn("Signed out.");
   });
   window.addEventListener("hashchange", route);
+  window.addEventListener("console:signed-out", () => {
+    if (!me) return;
+    forgetKey();
+    for (const fn of cleanups.splice(0)) fn();
+    showSignIn("The key is no longer accepted: sign in again.");
+  });
   if (getKey() && (await identify())) {
     showNav();
     route();

@@ -4,6 +4,7 @@
 
 import { duration, el, table, when } from "./dom.js";
 
+const STOPS = new Set(["job.dead_lettered", "job.failed"]);
 const t = (iso) => (iso ? Date.parse(iso) : NaN);
 
 function place(node, from, to, start, span) {
@@ -39,7 +40,10 @@ function stageRows(timeline, start, end, span) {
     const to = Number.isNaN(finished) ? (final ?? end) : finished;
     const state = stage.status === "done" ? "done" : final ? "failed" : "running";
     const stageRetries = retries.filter((e) => e.stage === name);
-    const recovered = Math.max(stage.attempts - 1 - stageRetries.length, 0);
+    // A stop (dead letter, failure) at this stage that a later replay or retry queued again.
+    const stops = timeline.events.filter((e) => STOPS.has(e.type) && e.stage === name);
+    const replays = stops.filter((e) => timeline.events.some((q) => q.type === "job.queued" && q.seq > e.seq)).length;
+    const recovered = Math.max(stage.attempts - 1 - stageRetries.length - replays, 0);
     const pieces = [];
     if (!Number.isNaN(previousEnd) && from - previousEnd > 0) {
       pieces.push(place(el("span", {
@@ -51,16 +55,19 @@ function stageRows(timeline, start, end, span) {
       class: `tl-bar tl-${state}`,
       title: `${name}: ${state}, ${duration(to - from)} (${when(stage.started_at)} to ${stage.finished_at ? when(stage.finished_at) : "now"})`,
     }), from, to, start, span));
-    for (const r of stageRetries) {
+    for (const r of [...stageRetries, ...stops]) {
       const at = t(r.timestamp);
+      const stop = STOPS.has(r.type);
       if (!Number.isNaN(at)) {
-        pieces.push(place(el("span", { class: "tl-tick", title: `retry at ${when(r.timestamp)}: ${r.error_code ?? ""}` }), at, at, start, span));
+        const title = `${stop ? r.status : "retry"} at ${when(r.timestamp)}: ${r.error_code ?? ""}`;
+        pieces.push(place(el("span", { class: stop ? "tl-tick tl-stop" : "tl-tick", title }), at, at, start, span));
       }
     }
     let detail = `${state}, ${duration(to - from)}`;
     if (stage.attempts > 1) {
-      detail += `, ${stage.attempts} runs (${stageRetries.length} ${stageRetries.length === 1 ? "retry" : "retries"}`;
-      detail += recovered ? `, ${recovered} ${recovered === 1 ? "recovery" : "recoveries"})` : ")";
+      const why = [[stageRetries.length, "retry", "retries"], [replays, "replay", "replays"], [recovered, "recovery", "recoveries"]]
+        .filter(([n]) => n > 0).map(([n, one, many]) => `${n} ${n === 1 ? one : many}`);
+      detail += `, ${stage.attempts} runs${why.length ? ` (${why.join(", ")})` : ""}`;
     }
     if (stage.parts) detail += `, ${stage.parts_done}/${stage.parts} parts`;
     if (stage.units_total && state === "running") detail += `, ${stage.units_done}/${stage.units_total}`;
@@ -97,7 +104,7 @@ export function drawTimeline(box, timeline) {
     el("p", { class: "tl-legend" }, [
       el("span", { class: "tl-key tl-done" }), "done ", el("span", { class: "tl-key tl-running" }), "running ",
       el("span", { class: "tl-key tl-failed" }), "stopped ", el("span", { class: "tl-key tl-wait" }), "waiting or earlier runs ",
-      el("span", { class: "tl-key tl-tick-key" }), "retry",
+      el("span", { class: "tl-key tl-tick-key" }), "retry ", el("span", { class: "tl-key tl-stop-key" }), "dead letter or failure",
     ]),
   );
   const events = timeline.events.map((e) => [
