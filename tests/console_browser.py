@@ -198,11 +198,32 @@ class Console:
         """Another page of the signed-in console (a route in the fragment: the page is not reloaded)."""
         self.driver.execute_script("location.hash = arguments[0]", route)
 
-    def sign_in(self, key: str) -> None:
+    def sign_in(self, key: str, *, keyboard: bool = False) -> None:
+        """Sign in by clicking the button, or with the keyboard alone (Enter in the key's field)."""
         self.open()
-        self.find("#api-key").send_keys(key)
-        self.find("#sign-in-form button[type=submit]").click()
+        field = self.find("#api-key")
+        field.send_keys(key + ("\n" if keyboard else ""))
+        if not keyboard:
+            self.find("#sign-in-form button[type=submit]").click()
         self.find("#nav")
+
+    def viewport(self, width: int, height: int) -> None:
+        """The page's own size (a window's size would include the browser's frame)."""
+        metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}
+        self.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+
+    def unlabelled_fields(self) -> list[str]:
+        """The form fields of the page that have no label."""
+        return list(
+            self.driver.execute_script(
+                "return [...document.querySelectorAll('input, select, textarea')]"
+                ".filter((e) => e.offsetParent && !e.labels.length && !e.getAttribute('aria-label'))"
+                ".map((e) => e.id || e.name || e.outerHTML)"
+            )
+        )
+
+    def overflows_horizontally(self) -> bool:
+        return bool(self.driver.execute_script("return document.documentElement.scrollWidth > innerWidth"))
 
     def sign_out(self) -> None:
         self.find("#sign-out").click()

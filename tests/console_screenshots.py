@@ -32,12 +32,6 @@ from tests.console_seed import (
 OUT = Path(__file__).resolve().parent.parent / "docs" / "console"
 
 
-def viewport(console: Console, width: int, height: int) -> None:
-    """The page's own size (a window's size would include the browser's frame)."""
-    metrics = {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}
-    console.driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-
-
 def shoot(console: Console, name: str, route: str | None, ready: str) -> None:
     if route is not None:
         console.go(route)
@@ -79,10 +73,11 @@ def main() -> int:
             )
             with chromium(1280, 800) as driver:
                 console = Console(driver, service.base_url)
-                viewport(console, 1280, 800)
+                console.viewport(1280, 800)
                 console.open()
                 console.find("#api-key")
                 driver.save_screenshot(str(OUT / "sign-in.png"))
+                print("saved docs/console/sign-in.png")
                 console.sign_in(acme)
                 shoot(console, "jobs", "#/jobs", "#jobs-table")
                 shoot(console, "job-timeline", f"#/jobs/{retried}", "#timeline [data-stage=finalize]")
@@ -93,10 +88,10 @@ def main() -> int:
                 console.find("#search-query").send_keys("photovoltaic cells and sunlight")
                 console.find(".search-form button[type=submit]").click()
                 shoot(console, "search", None, "#search-results .hit")
-                viewport(console, 375, 800)
+                console.viewport(375, 800)
                 shoot(console, "jobs-phone", "#/jobs", "#jobs-table")
                 shoot(console, "job-timeline-phone", f"#/jobs/{retried}", "#timeline [data-stage=finalize]")
-                viewport(console, 1280, 800)
+                console.viewport(1280, 800)
                 console.sign_out()
                 console.sign_in(admin)
                 shoot(console, "admin-tenants", "#/admin/tenants", "#tenants-table")

@@ -5,6 +5,7 @@ another tenant sees none of it and gets no admin page or call."""
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,6 +67,7 @@ def test_a_tenant_uploads_a_pdf_watches_it_complete_and_reads_its_timeline_and_c
         "Documents",
         "Search",
     ]
+    assert console.unlabelled_fields() == []
     # When it uploads a PDF through the drop zone's file input
     pdf = write_pdf(
         tmp_path, text_pdf(["Heliotropes lean toward the morning sun in the walled garden."]), "garden.pdf"
@@ -94,8 +96,47 @@ def test_a_tenant_uploads_a_pdf_watches_it_complete_and_reads_its_timeline_and_c
     assert console.console_errors() == []
 
 
+def test_a_pdf_dropped_on_the_upload_zone_is_uploaded(console: Console) -> None:
+    # Given the jobs page, when a PDF is dropped on the upload zone (a drop event carrying the file)
+    console.go("#/jobs")
+    console.find("#dropzone")
+    data = base64.b64encode(text_pdf(["Dropped on the zone, not chosen."])).decode()
+    console.driver.execute_script(
+        """const bytes = Uint8Array.from(atob(arguments[0]), (c) => c.charCodeAt(0));
+        const transfer = new DataTransfer();
+        transfer.items.add(new File([bytes], 'dropped.pdf', {type: 'application/pdf'}));
+        const zone = document.getElementById('dropzone');
+        const init = {dataTransfer: transfer, bubbles: true, cancelable: true};
+        zone.dispatchEvent(new DragEvent('dragover', init));
+        zone.dispatchEvent(new DragEvent('drop', init));""",
+        data,
+    )
+    # Then it is uploaded, and its job shows in the polled list
+    assert console.find("#upload-results .filename").text == "dropped.pdf"
+    console.find("#upload-results a.upload-job")
+    console.wait_text("#jobs-table", "dropped.pdf")
+
+
+def test_the_pages_are_readable_at_phone_width(console: Console, acme: dict[str, Any]) -> None:
+    console.viewport(375, 800)
+    try:
+        for route, ready in (("#/jobs", "#jobs-table"), ("#/documents", "#documents-table")):
+            console.go(route)
+            console.find(ready)
+            assert not console.overflows_horizontally(), route
+        console.wait_text("#documents-table a.doc-link", "garden.pdf").click()
+        console.find("#chunks .chunk")
+        assert not console.overflows_horizontally()
+        console.find("#document-facts a[href^='#/jobs/']").click()
+        console.find("#timeline li[data-stage=finalize]")
+        assert not console.overflows_horizontally()
+    finally:
+        console.driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+
+
 def test_a_tenant_searches_its_documents(console: Console, acme: dict[str, Any]) -> None:
     console.go("#/search")
+    assert console.unlabelled_fields() == []
     console.find("#search-query").send_keys("heliotropes garden")
     console.find("#search-mode").send_keys("keyword")
     console.find(".search-form button[type=submit]").click()
@@ -150,7 +191,7 @@ def test_another_tenant_sees_none_of_it_and_gets_no_admin_page_or_call(
     acme_job = jobs.json()["items"][-1]
     _, other = site.tenant("globex")
     console.sign_out()
-    console.sign_in(other)
+    console.sign_in(other, keyboard=True)
     console.requests()
     # Then its lists hold none of acme's jobs or documents, and acme's ids are unknown to it
     console.go("#/jobs")

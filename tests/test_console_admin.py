@@ -92,6 +92,7 @@ def test_an_admin_suspends_resumes_and_limits_a_tenant_and_reads_reindex_status(
     console.find("button[aria-label='Suspend globex']")
     # Set limits on the tenant's page (empty: the service default)
     console.find("#tenants-table a.tenant-link[href$='" + tenant_id + "']").click()
+    assert console.unlabelled_fields() == []
     field = console.find("#limit-max_active_jobs")
     field.clear()
     field.send_keys("3")
