@@ -19,7 +19,7 @@ from shared.job_representation import iso_time
 from shared.models import JobEvent, JobStage, utcnow
 from shared.queue import stages_of
 
-blp = Blueprint("job_timeline", __name__, description="Follow and control jobs")
+blp = Blueprint("job_timeline", __name__, description="Where a job's time went, stage by stage")
 
 # Progress events inside a long stage are many and say nothing about the stages' times.
 SKIPPED_EVENTS = ("job.progress",)

@@ -18,6 +18,8 @@ async function documentNames(ids, names, signal) {
   if (ids.every((id) => names.has(id))) return;
   const docs = await api("/v1/documents?limit=200", { signal });
   for (const d of docs.items) names.set(d.document_id, d.filename);
+  // A deleted or older document keeps its id, rather than a fetch at every poll.
+  for (const id of ids) if (!names.has(id)) names.set(id, id);
 }
 
 function renderList(ctx) {
