@@ -88,19 +88,28 @@ function renderJob(ctx, jobId) {
   const actions = el("div", { class: "toolbar" });
   root.append(heading(`Job ${jobId}`), live, actions, heading("Timeline", 2), timelineBox, heading("Details", 2), factsBox);
   let job = null;
-  let timelinePending = false;
+  // One timeline request at a time; a call while one runs asks for another run after it, so that
+  // the last call's promise resolves on a timeline drawn after it was made.
+  let drawing = null;
+  let again = false;
 
-  async function refreshTimeline() {
-    if (timelinePending) return;
-    timelinePending = true;
-    try {
-      const timeline = await api(`/v1/jobs/${enc(jobId)}/timeline`, { signal });
-      drawTimeline(clear(timelineBox), timeline);
-    } catch (error) {
-      if (ctx.isCurrent()) clear(timelineBox).append(el("p", { class: "error", text: errorText(error) }));
-    } finally {
-      timelinePending = false;
+  function refreshTimeline() {
+    if (drawing) {
+      again = true;
+      return drawing;
     }
+    drawing = (async () => {
+      do {
+        again = false;
+        try {
+          const timeline = await api(`/v1/jobs/${enc(jobId)}/timeline`, { signal });
+          drawTimeline(clear(timelineBox), timeline);
+        } catch (error) {
+          if (ctx.isCurrent()) clear(timelineBox).append(el("p", { class: "error", text: errorText(error) }));
+        }
+      } while (again && ctx.isCurrent());
+    })().finally(() => { drawing = null; });
+    return drawing;
   }
 
   function show(body) {
