@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run up down test test-rabbitmq fuzz bench chaos lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
+.PHONY: run up down test test-rabbitmq fuzz bench chaos screenshots lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -22,6 +22,7 @@ help:
 	@echo "make lint     - ruff and mypy"
 	@echo "make bench    - benchmarks, saved to docs/benchmarks.md (BENCH=accept,hops runs some parts; QUICK=1)"
 	@echo "make chaos    - the failure matrix, saved to docs/chaos.md (SCENARIOS=s3_outage,... runs some)"
+	@echo "make screenshots - the operator console's pages (/console) as PNGs in docs/console/"
 	@echo "make tenant NAME=acme - create a tenant and print its API key"
 	@echo "make key TENANT=acme  - another API key for a tenant;  make admin-key - an admin key"
 	@echo "make up / make down - the production topology as separate processes on this machine"
@@ -45,13 +46,14 @@ $(DEV_STAMP): $(RUNTIME_STAMP) requirements-dev.txt client/pyproject.toml
 
 # Debian packages. The service needs tesseract and its language packs (OCR_LANGS; Debian's packs are the
 # 4.1 "fast" models); the tests also use poppler-utils (pdftotext, an independent reference extractor),
-# the DejaVu fonts they draw with, jq, which the documented curl lines use, and rabbitmq-server, of
-# which the RabbitMQ tests start a private node (the machine's own node is never used). Each missing
-# package is installed with apt-get when this user may, even when tesseract itself is already there;
+# the DejaVu fonts they draw with, jq, which the documented curl lines use, rabbitmq-server, of
+# which the RabbitMQ tests start a private node (the machine's own node is never used), and chromium
+# with chromium-driver, the headless browser that the console's tests and `make screenshots` drive.
+# Each missing package is installed with apt-get when this user may, even when tesseract itself is already there;
 # elsewhere the target says what to install.
 OCR_LANGS ?= eng deu fra spa ita por
 RUNTIME_DEBS := tesseract-ocr $(addprefix tesseract-ocr-,$(OCR_LANGS))
-TEST_DEBS := poppler-utils fonts-dejavu-core jq rabbitmq-server
+TEST_DEBS := poppler-utils fonts-dejavu-core jq rabbitmq-server chromium chromium-driver
 define ensure_debs
 	@missing=""; \
 	if command -v dpkg-query >/dev/null 2>&1; then \
@@ -115,6 +117,12 @@ bench: $(DEV_STAMP) test-debs model
 SCENARIOS ?=
 chaos: $(DEV_STAMP) test-debs model
 	$(PY) -m tests.chaos.run $(if $(SCENARIOS),--only $(SCENARIOS))
+
+# The operator console's pages (/console) as PNGs in docs/console/: the service as `make run` starts
+# it, in a temporary folder, seeded through its API, photographed in headless chromium
+# (tests/console_screenshots.py). Not part of the tests.
+screenshots: $(DEV_STAMP) test-debs model
+	$(PY) -m tests.console_screenshots
 
 lint: $(DEV_STAMP)
 	$(VENV)/bin/ruff check .

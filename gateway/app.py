@@ -9,8 +9,19 @@ from flask import Flask
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
-from gateway import metrics, request_checks, swagger_assets
-from gateway.api import admin, document_content, documents, events, health, jobs, search, webhooks
+from gateway import console, metrics, request_checks, swagger_assets
+from gateway.api import (
+    admin,
+    document_content,
+    documents,
+    events,
+    health,
+    job_timeline,
+    jobs,
+    search,
+    webhooks,
+    whoami,
+)
 from gateway.errors import register_error_handlers
 from gateway.schemas.common import ProblemSchema
 from gateway.services import Services
@@ -86,7 +97,10 @@ def create_app(
     for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)
     api.register_blueprint(document_content.blp)
+    api.register_blueprint(job_timeline.blp)
+    api.register_blueprint(whoami.blp)
     app.register_blueprint(swagger_assets.blp)
+    app.register_blueprint(console.blp)
     register_error_handlers(app)
     metrics.install(app)
     return app

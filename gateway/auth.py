@@ -50,6 +50,17 @@ def authenticate() -> Caller:
     return caller
 
 
+def key_required(view: F) -> F:
+    """Any working key, a tenant's or an admin one: the caller is `g.caller`."""
+
+    @wraps(view)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        g.caller = _caller()
+        return view(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
 def tenant_required(view: F) -> F:
     """Only a tenant's key: the tenant it belongs to is `g.caller.tenant_id`."""
 
