@@ -55,7 +55,7 @@ def key_required(view: F) -> F:
 
     @wraps(view)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        g.caller = _caller()
+        g.caller = authenticate()
         return view(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
