@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,12 +10,15 @@ from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.settings import Settings
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# A pooled connection that sat unused this long is pinged before it is handed out (see _ping_idle).
+PING_IDLE_S = 5.0
 
 
 def make_engine(url: str) -> Engine:
@@ -26,7 +30,33 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    engine = create_engine(url, pool_size=10, max_overflow=10)
+    _ping_idle(engine)
+    return engine
+
+
+def _ping_idle(engine: Engine) -> None:
+    # Pinging every checkout (pool_pre_ping) costs a round trip per transaction. A connection in
+    # steady use is known good; one idle for PING_IDLE_S may have been closed by the server (a
+    # restart, an idle timeout) and is pinged, and replaced by the pool if dead. A connection used
+    # just before a restart fails its next statement instead, which SQLAlchemy reports as a
+    # disconnect and answers by replacing every connection of the pool.
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("idle_since", time.monotonic()) < PING_IDLE_S:
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("SELECT 1")
+            finally:
+                cursor.close()
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise DisconnectionError() from exc
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -98,6 +128,17 @@ class Database:
 
     def transaction(self) -> Any:
         return transaction(self.sessions)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection for a read of one statement outside any transaction: on PostgreSQL no BEGIN
+        and COMMIT round trips around it (SQLite reads in a short transaction, as everything else)."""
+        if self.is_sqlite:
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            yield connection
 
     @property
     def is_sqlite(self) -> bool:
