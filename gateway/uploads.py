@@ -215,16 +215,12 @@ def _accept_once(
                     .values(**changes)
                     .execution_options(synchronize_session=False)
                 )
-            for item in [*new_files, *forced]:
-                assert item.document_id
-                job = operations.create_job(
-                    session,
-                    tenant_id=tenant_id,
-                    document_id=item.document_id,
-                    callback_url=callback_url,
-                    tenant=tenant,
-                )
-                item.job = job_body(job)
+            targets = [*new_files, *forced]
+            job_rows = operations.create_ingest_jobs(
+                session, tenant, [str(item.document_id) for item in targets], callback_url=callback_url
+            )
+            for item, job_row in zip(targets, job_rows, strict=True):
+                item.job = job_body(job_row)
                 item.new_job = True
             # The quota counters last, right before the commit: their row lock is this tenant's
             # uploads' one meeting point, so the claim is taken before it.
