@@ -4,7 +4,8 @@ body is read."""
 
 from __future__ import annotations
 
-from typing import Any
+from tempfile import SpooledTemporaryFile
+from typing import IO, Any
 
 from flask import Flask, Request, request
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -22,6 +23,9 @@ MULTIPART_OVERHEAD_BYTES = 64 * 1024
 # sixteen reads per megabyte, each of which costs the server a copy of what it has buffered ahead.
 # Werkzeug refuses a single read over its form memory limit (500 KB by default), so stay below it.
 FORM_READ_BYTES = 256 * 1024
+# A file part up to this size stays in memory until it is stored; a larger one goes to a temporary
+# file as it arrives (Werkzeug's own threshold is 500 KB, which sends a typical PDF to disk and back).
+FILE_IN_MEMORY_BYTES = 1024 * 1024
 
 
 class IdConverter(IntegerConverter):
@@ -72,6 +76,15 @@ class GatewayRequest(Request):
     reading multipart bodies in large pieces."""
 
     form_data_parser_class = GatewayFormDataParser
+
+    def _get_file_stream(
+        self,
+        total_content_length: int | None,
+        content_type: str | None,
+        filename: str | None = None,
+        content_length: int | None = None,
+    ) -> IO[bytes]:
+        return SpooledTemporaryFile(max_size=FILE_IN_MEMORY_BYTES, mode="rb+")
 
     def _load_form_data(self) -> None:
         try:
