@@ -58,7 +58,7 @@ def create_app(
     publisher = publisher or Publisher(make_broker(settings))
     app = Flask(__name__)
     # Werkzeug refuses a larger body with 413 before it is read, and stops reading a chunked
-    # body at this size; file parts beyond 500 KB are spooled to disk, never held in memory. An
+    # body at this size; file parts beyond 1 MiB are spooled to disk (request_checks.py). An
     # upload replaces it with its caller's own limit (request_checks.limit_body), after the key.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + request_checks.MULTIPART_OVERHEAD_BYTES
     app.config.update(

@@ -1,8 +1,9 @@
 """Accepting uploaded files: measure and check each, store the new ones, create their jobs at once.
 
-Each file is read once to hash and check it (Werkzeug has already spooled large parts to disk),
-then streamed into object storage. Documents, jobs and outbox rows for the whole request commit in
-one transaction that also holds the tenant's quota check, and the outbox is published after it.
+Each file is read once to hash and check it (Werkzeug holds a part up to 1 MiB in memory and spools
+a larger one to disk), then streamed into object storage. Documents, jobs and outbox rows for the
+whole request commit in one transaction that also holds the tenant's quota check, and the outbox is
+published after it.
 """
 
 from __future__ import annotations
