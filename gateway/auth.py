@@ -34,8 +34,7 @@ def authenticate() -> Caller:
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise UnauthorizedError()
-    with services().db.read() as connection:
-        owner = resolve_key(connection, key.strip())
+    owner = services().db.reading(lambda connection: resolve_key(connection, key.strip()))
     if owner is None:
         raise UnauthorizedError()
     if owner.tenant_id is not None and owner.tenant_status != TenantStatus.ACTIVE.value:
