@@ -65,11 +65,13 @@ def create_app(
 ) -> Flask:
     """Build the gateway. The embedded process passes the clients it shares with its workers."""
     settings = settings or Settings.from_env()
-    db = db or Database.from_settings(settings)
+    # The gateway pings only connections that sat idle (shared/db.py): a ping per transaction
+    # would be a third of an upload's round trips. The embedded process passes its own.
+    db = db or Database.from_settings(settings, ping_every_checkout=False)
     publisher = publisher or Publisher(make_broker(settings))
     app = Flask(__name__)
     # Werkzeug refuses a larger body with 413 before it is read, and stops reading a chunked
-    # body at this size; file parts beyond 500 KB are spooled to disk, never held in memory. An
+    # body at this size; file parts beyond 1 MiB are spooled to disk (request_checks.py). An
     # upload replaces it with its caller's own limit (request_checks.limit_body), after the key.
     app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + request_checks.MULTIPART_OVERHEAD_BYTES
     app.config.update(

@@ -34,18 +34,12 @@ def authenticate() -> Caller:
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise UnauthorizedError()
-    with services().db.transaction() as session:
-        found = resolve_key(session, key.strip())
-        if found is None:
-            raise UnauthorizedError()
-        api_key, tenant = found
-        if tenant is not None and tenant.status != TenantStatus.ACTIVE.value:
-            raise TenantSuspendedError()
-        caller = Caller(
-            tenant_id=tenant.id if tenant else None,
-            role=api_key.role,
-            max_upload_mb=tenant.max_upload_mb if tenant else None,
-        )
+    owner = services().db.reading(lambda connection: resolve_key(connection, key.strip()))
+    if owner is None:
+        raise UnauthorizedError()
+    if owner.tenant_id is not None and owner.tenant_status != TenantStatus.ACTIVE.value:
+        raise TenantSuspendedError()
+    caller = Caller(tenant_id=owner.tenant_id, role=owner.role, max_upload_mb=owner.max_upload_mb)
     ingest_logging.bind(tenant_id=caller.tenant_id)
     return caller
 

@@ -4,10 +4,12 @@ body is read."""
 
 from __future__ import annotations
 
-from typing import Any
+from tempfile import SpooledTemporaryFile
+from typing import IO, Any
 
 from flask import Flask, Request, request
 from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.formparser import FormDataParser, MultiPartParser
 from werkzeug.routing import IntegerConverter
 from werkzeug.sansio.multipart import MultipartDecoder
 
@@ -17,6 +19,13 @@ from shared.errors import InvalidRequestError, TooManyFormPartsError, UploadTooL
 MAX_ID = 2**63 - 1
 # Multipart framing around the files: the request may exceed the upload limit by this much.
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
+# How much of a multipart body the parser asks the server for at once. Werkzeug's 64 KiB means some
+# sixteen reads per megabyte, each of which costs the server a copy of what it has buffered ahead.
+# Werkzeug refuses a single read over its form memory limit (500 KB by default), so stay below it.
+FORM_READ_BYTES = 256 * 1024
+# A file part up to this size stays in memory until it is stored; a larger one goes to a temporary
+# file as it arrives (Werkzeug's own threshold is 500 KB, which sends a typical PDF to disk and back).
+FILE_IN_MEMORY_BYTES = 1024 * 1024
 
 
 class IdConverter(IntegerConverter):
@@ -42,8 +51,40 @@ def _too_many_parts(error: RequestEntityTooLarge) -> bool:
     )
 
 
+class GatewayFormDataParser(FormDataParser):
+    """Werkzeug's form parser, reading a multipart body in FORM_READ_BYTES pieces."""
+
+    def _parse_multipart(
+        self, stream: Any, mimetype: str, content_length: int | None, options: dict[str, str]
+    ) -> Any:
+        parser = MultiPartParser(
+            stream_factory=self.stream_factory,
+            max_form_memory_size=self.max_form_memory_size,
+            max_form_parts=self.max_form_parts,
+            cls=self.cls,
+            buffer_size=FORM_READ_BYTES,
+        )
+        boundary = options.get("boundary", "").encode("ascii")
+        if not boundary:
+            raise ValueError("Missing boundary")
+        form, files = parser.parse(stream, boundary, content_length)
+        return stream, form, files
+
+
 class GatewayRequest(Request):
-    """Flask's request, reporting more form parts than MAX_FORM_PARTS as `too_many_form_parts`."""
+    """Flask's request, reporting more form parts than MAX_FORM_PARTS as `too_many_form_parts`, and
+    reading multipart bodies in large pieces."""
+
+    form_data_parser_class = GatewayFormDataParser
+
+    def _get_file_stream(
+        self,
+        total_content_length: int | None,
+        content_type: str | None,
+        filename: str | None = None,
+        content_length: int | None = None,
+    ) -> IO[bytes]:
+        return SpooledTemporaryFile(max_size=FILE_IN_MEMORY_BYTES, mode="rb+")
 
     def _load_form_data(self) -> None:
         try:

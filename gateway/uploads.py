@@ -1,8 +1,9 @@
 """Accepting uploaded files: measure and check each, store the new ones, create their jobs at once.
 
-Each file is read once to hash and check it (Werkzeug has already spooled large parts to disk),
-then streamed into object storage. Documents, jobs and outbox rows for the whole request commit in
-one transaction that also holds the tenant's quota check, and the outbox is published after it.
+Each file is read once to hash and check it (Werkzeug holds a part up to 1 MiB in memory and spools
+a larger one to disk), then streamed into object storage. Documents, jobs and outbox rows for the
+whole request commit in one transaction that also holds the tenant's quota check, and the outbox is
+published after it.
 """
 
 from __future__ import annotations
@@ -215,16 +216,12 @@ def _accept_once(
                     .values(**changes)
                     .execution_options(synchronize_session=False)
                 )
-            for item in [*new_files, *forced]:
-                assert item.document_id
-                job = operations.create_job(
-                    session,
-                    tenant_id=tenant_id,
-                    document_id=item.document_id,
-                    callback_url=callback_url,
-                    tenant=tenant,
-                )
-                item.job = job_body(job)
+            targets = [*new_files, *forced]
+            job_rows = operations.create_ingest_jobs(
+                session, tenant, [str(item.document_id) for item in targets], callback_url=callback_url
+            )
+            for item, job_row in zip(targets, job_rows, strict=True):
+                item.job = job_body(job_row)
                 item.new_job = True
             # The quota counters last, right before the commit: their row lock is this tenant's
             # uploads' one meeting point, so the claim is taken before it.

@@ -2,23 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.settings import Settings
 
+T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
+# A pooled connection that sat unused this long is pinged before it is handed out (see _ping_idle).
+PING_IDLE_S = 5.0
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for `url`. SQLite gets WAL, foreign keys and writer serialisation (BEGIN IMMEDIATE)."""
+def make_engine(url: str, *, ping_every_checkout: bool = True) -> Engine:
+    """An engine for `url`. SQLite gets WAL, foreign keys and writer serialisation (BEGIN IMMEDIATE).
+    Without `ping_every_checkout`, only a connection idle for PING_IDLE_S is pinged (_ping_idle)."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
@@ -26,7 +32,36 @@ def make_engine(url: str) -> Engine:
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    if ping_every_checkout:
+        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
+    engine = create_engine(url, pool_size=10, max_overflow=10)
+    _ping_idle(engine)
+    return engine
+
+
+def _ping_idle(engine: Engine) -> None:
+    # Pinging every checkout (pool_pre_ping) costs a round trip per transaction. A connection in
+    # steady use is known good; one idle for PING_IDLE_S may have been closed by the server (a
+    # restart, an idle timeout) and is pinged, and replaced by the pool if dead. A connection used
+    # just before a restart fails its next statement instead, which SQLAlchemy reports as a
+    # disconnect and answers by replacing every connection of the pool; `Database.reading` then
+    # tries once more, so a request's first read does not fail for it.
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("idle_since", time.monotonic()) < PING_IDLE_S:
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("SELECT 1")
+            finally:
+                cursor.close()
+        except engine.dialect.loaded_dbapi.Error as exc:
+            raise DisconnectionError() from exc
 
 
 def _configure_sqlite(engine: Engine) -> None:
@@ -87,17 +122,40 @@ def migrate(url: str) -> None:
 class Database:
     """The engine and session factory of one process."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, ping_every_checkout: bool = True) -> None:
         self.url = url
-        self.engine = make_engine(url)
+        self.engine = make_engine(url, ping_every_checkout=ping_every_checkout)
         self.sessions = make_session_factory(self.engine)
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Database:
-        return cls(settings.effective_database_url)
+    def from_settings(cls, settings: Settings, *, ping_every_checkout: bool = True) -> Database:
+        return cls(settings.effective_database_url, ping_every_checkout=ping_every_checkout)
 
     def transaction(self) -> Any:
         return transaction(self.sessions)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        """A connection for a read of one statement outside any transaction: on PostgreSQL no BEGIN
+        and COMMIT round trips around it (SQLite reads in a short transaction, as everything else)."""
+        if self.is_sqlite:
+            with self.engine.begin() as connection:
+                yield connection
+            return
+        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            yield connection
+
+    def reading(self, read: Callable[[Connection], T]) -> T:
+        """`read` on a connection from `read()`; once more on a new connection if the pooled one
+        turned out dead (the database restarted since it was last used)."""
+        try:
+            with self.read() as connection:
+                return read(connection)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+        with self.read() as connection:
+            return read(connection)
 
     @property
     def is_sqlite(self) -> bool:

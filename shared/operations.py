@@ -7,12 +7,12 @@ written together.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, insert, select, update
 from sqlalchemy.orm import Session
 
-from shared import job_counters, job_stages, jobs, outbox
+from shared import job_counters, job_events, job_stages, jobs, outbox
 from shared.errors import (
     ConflictError,
     StaleTransitionError,
@@ -20,7 +20,7 @@ from shared.errors import (
     TooManyActiveJobsError,
 )
 from shared.jobs import ACTIVE, TERMINAL
-from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, utcnow
+from shared.models import DeadLetter, Document, Job, JobKind, JobStatus, Tenant, new_id, utcnow
 from shared.queue import first_stage
 from shared.settings import Settings
 
@@ -98,6 +98,47 @@ def create_job(
     jobs.record_created(session, job)
     outbox.add_message(session, job.id, first_stage(kind.value))
     return job
+
+
+def create_ingest_jobs(
+    session: Session, tenant: Tenant, document_ids: list[str], *, callback_url: str | None = None
+) -> list[dict[str, Any]]:
+    """`create_job` for the ingest jobs of new uploads, in the tenant the caller locked: the jobs,
+    their `job.queued` events and their outbox messages as one INSERT per table rather than through
+    the ORM (an upload's transaction is the service's hottest). Returns the jobs' rows."""
+    now = utcnow()
+    rows = [
+        {
+            **_JOB_COLUMNS,
+            "id": new_id(),
+            "tenant_id": tenant.id,
+            "document_id": document_id,
+            "callback_url": callback_url,
+            "index_version": tenant.active_index_version,
+            "embedding_model": tenant.active_embedding_model,
+            "embedding_dim": tenant.active_embedding_dim,
+            "created_at": now,
+            "updated_at": now,
+        }
+        for document_id in document_ids
+    ]
+    if not rows:
+        return rows
+    session.execute(insert(cast(Table, Job.__table__)), rows)
+    job_events.record_events(session, rows, job_events.EVENT_FOR_STATUS[S.QUEUED])
+    job_counters.note(session, tenant.id, jobs=len(rows))
+    job_ids = [row["id"] for row in rows]
+    outbox.add_ingest_messages(session, tenant, job_ids, first_stage(JobKind.INGEST.value))
+    return rows
+
+
+def _column_defaults(table: Any) -> dict[str, Any]:
+    """Every column of `table`: its scalar default, else None (callable defaults are the caller's)."""
+    return {c.name: c.default.arg if c.default is not None and c.default.is_scalar else None for c in table.c}
+
+
+# A new ingest job's columns before the caller fills in its ids, tenant and times.
+_JOB_COLUMNS = {**_column_defaults(Job.__table__), "kind": JobKind.INGEST.value}
 
 
 def cancel_job(session: Session, job: Job) -> Job:

@@ -97,6 +97,15 @@ class StageMessages:
             for row_id, job_id, stage, part, attempts in rows
         }
 
+    def new_claims(
+        self, rows: list[tuple[int, str]], stage: str, tenant_id: str, tenant_active_jobs: int
+    ) -> dict[int, StageClaim]:
+        """The claims of rows (id, job id) for new queued jobs of one tenant that were written claimed
+        (`available_at` CLAIM_S ahead, one attempt): what `claim_many` would return for them, with the
+        lane read from `tenant_active_jobs` (this transaction's jobs included)."""
+        lane = self._lane(JobKind.INGEST.value, JobStatus.QUEUED.value, tenant_active_jobs)
+        return {row_id: StageClaim(job_id, stage, None, 1, tenant_id, lane, False) for row_id, job_id in rows}
+
     def _lane(self, kind: str, status: str, tenant_active_jobs: int) -> str:
         """`bulk` for a reindex job; `backlog` for a job whose tenant has enough other unfinished jobs
         (reindex jobs do not count: they travel in their own lane).
