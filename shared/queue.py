@@ -179,7 +179,7 @@ def make_broker(settings: Settings, middleware: list[Middleware] | None = None) 
     if not url:
         broker = StubBroker(middleware=middleware)
     elif url.startswith(("redis://", "rediss://", "unix://")):
-        from dramatiq.brokers.redis import RedisBroker
+        from shared.redis_broker import PollingRedisBroker
 
         client = redis.Redis.from_url(
             url,
@@ -187,12 +187,8 @@ def make_broker(settings: Settings, middleware: list[Middleware] | None = None) 
             socket_timeout=max(settings.broker_timeout_s, 10.0),
             health_check_interval=30,
         )
-
-        class PollingRedisBroker(RedisBroker):
-            def consume(self, queue_name: str, prefetch: int = 1, timeout: int = 5000) -> Any:
-                return super().consume(queue_name, prefetch, min(timeout, settings.redis_poll_max_ms))
-
         broker = PollingRedisBroker(
+            poll_max_ms=settings.redis_poll_max_ms,
             client=client,
             middleware=middleware,
             namespace=settings.broker_namespace,
