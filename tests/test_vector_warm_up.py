@@ -3,16 +3,43 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from qdrant_client import QdrantClient
 
 from ingest_worker import warm_up
 from ingest_worker.resources import Resources
 from shared.embedders import model_spec
 from shared.settings import Settings
-from shared.vectorstore import EdgeStore, open_vector_store
+from shared.vectorstore import EdgeStore, QdrantClientStore, VectorStore, open_vector_store
 from shared.vectorstores.protocol import collection_name
+from tests.vectorstore_corpus import write_corpus
+
+
+def make_store(kind: str, folder: Path) -> VectorStore:
+    if kind == "edge":
+        return EdgeStore(folder / "edge", prefix="chunks")
+    return QdrantClientStore(QdrantClient(path=str(folder / "qdrant")), prefix="chunks", server=False)
+
+
+@pytest.mark.parametrize("kind", ["edge", "local"])
+def test_open_collections_names_every_collection_after_a_restart(tmp_path: Path, kind: str) -> None:
+    # Given a store with two models' collections, closed as a process stops
+    earlier = make_store(kind, tmp_path)
+    names = sorted([earlier.collection("model-a", 16), earlier.collection("model-b", 16)])
+    for name in names:
+        earlier.ensure_collection(name, 16)
+    write_corpus(earlier, names[1], seed=3, dimension=16, tenants=("t",), versions=(1,), chunks=5)
+    earlier.close()
+    # When the next process opens them all at start, then it names both and reads what was there
+    store = make_store(kind, tmp_path)
+    try:
+        assert store.open_collections() == names
+        assert store.count(names[1], "t") == 5
+    finally:
+        store.close()
 
 
 def test_warm_up_opens_the_store_its_shards_and_the_default_collection(settings: Settings) -> None:

@@ -293,21 +293,3 @@ def test_eight_threads_write_and_search_at_once(store: VectorStore) -> None:
         t.join()
     assert not errors
     assert all(store.count(name, f"t{n}") == 60 for n in range(8))
-
-
-@pytest.mark.parametrize("kind", ["edge", "local"])
-def test_open_collections_names_every_collection_after_a_restart(tmp_path: Path, kind: str) -> None:
-    # Given a store with two models' collections, closed as a process stops
-    earlier = make_store(kind, tmp_path)
-    names = sorted([earlier.collection(MODEL, DIM), earlier.collection("other-model", DIM)])
-    for name in names:
-        earlier.ensure_collection(name, DIM)
-    write_corpus(earlier, names[1], seed=3, dimension=DIM, tenants=(A,), versions=(1,), chunks=5)
-    earlier.close()
-    # When the next process opens them all at start, then it names both and reads what was there
-    store = make_store(kind, tmp_path)
-    try:
-        assert store.open_collections() == names
-        assert store.count(names[1], A) == 5
-    finally:
-        store.close()
