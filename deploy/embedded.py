@@ -19,6 +19,7 @@ from gateway.app import create_app
 from ingest_worker.broker import setup_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
 from ingest_worker.resources import Resources, configure
+from ingest_worker.warm_up import start_warm_up
 from shared.db import migrate
 from shared.logging import setup_logging
 from shared.outbox import Relay
@@ -43,6 +44,8 @@ def main() -> None:
     broker = setup_broker(settings)
     resources = Resources(settings)
     configure(resources)
+    # The first index job then finds the vector store and its collections open.
+    start_warm_up(resources)
     import ingest_worker.actors  # noqa: F401  (declares the actors on the broker)
 
     if not settings.broker_url:

@@ -27,6 +27,7 @@ from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, 
 from ingest_worker.ocr.language_check import check_ocr_languages
 from ingest_worker.reindex.version_purge import VersionPurge
 from ingest_worker.resources import current
+from ingest_worker.warm_up import VectorWarmUp
 from shared.logging import setup_logging
 from shared.queue import QUEUE_WEBHOOKS, make_broker
 from shared.settings import Settings
@@ -155,7 +156,10 @@ def get_broker() -> Broker:
         # The CLI builds its Worker after importing the actors, and Worker reads this module
         # constant (Dramatiq's `dramatiq_queue_prefetch` variable) when it is built.
         dramatiq.worker.QUEUE_PREFETCH = settings.worker_prefetch  # type: ignore[attr-defined]
-    return setup_broker(settings, metrics_port=settings.metrics_port)
+    broker = setup_broker(settings, metrics_port=settings.metrics_port)
+    # A pool's worker process opens the vector store as it boots, not on its first index job.
+    broker.add_middleware(VectorWarmUp(lambda: current(settings)))
+    return broker
 
 
 def get_settings() -> Settings:

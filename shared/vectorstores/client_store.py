@@ -201,6 +201,11 @@ class QdrantClientStore:
     def collections(self) -> list[str]:
         return sorted(c.name for c in self._call(self.client.get_collections).collections)
 
+    def open_collections(self) -> list[str]:
+        # Local mode loads every collection when its client is built; a server's answer opens the
+        # connection a first request would otherwise open.
+        return self.collections()
+
     def records(
         self, name: str, *, tenant_id: str | None = None, with_vectors: bool = False, batch: int = 256
     ) -> Iterator[StoredPoint]:

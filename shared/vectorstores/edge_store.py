@@ -214,6 +214,12 @@ class EdgeStore:
             return []
         return sorted(p.name for p in self.root.iterdir() if is_shard(p))
 
+    def open_collections(self) -> list[str]:
+        names = self.collections()
+        for name in names:
+            self._shard(name)
+        return names
+
     def records(
         self, name: str, *, tenant_id: str | None = None, with_vectors: bool = False, batch: int = 256
     ) -> Iterator[StoredPoint]:

@@ -146,6 +146,9 @@ class VectorStore(Protocol):
     def collections(self) -> list[str]:
         """The names of the collections the store holds."""
 
+    def open_collections(self) -> list[str]:
+        """Open every collection now, so that a first use finds it open: their names."""
+
     def records(
         self, name: str, *, tenant_id: str | None = None, with_vectors: bool = False, batch: int = 256
     ) -> Iterator[StoredPoint]:
