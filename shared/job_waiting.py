@@ -6,7 +6,9 @@ put-back. Every transition clears the field (`jobs.compare_and_set`), and a retr
 
 from __future__ import annotations
 
-from sqlalchemy import or_, update
+from collections.abc import Collection
+
+from sqlalchemy import Table, or_, update
 from sqlalchemy.orm import Session
 
 from shared.models import Job, JobStatus
@@ -21,16 +23,21 @@ REASONS = (TENANT_SLOT, RETRY_DELAY, BACKLOG)
 WAITING_STATUSES = (JobStatus.QUEUED.value, JobStatus.RUNNING.value, JobStatus.RETRYING.value)
 
 
-def mark_waiting(session: Session, job_id: str, reason: str) -> None:
-    """Say why the job waits, unless a worker holds it (a stage runs under a lease) or it has ended."""
+JOBS: Table = Job.__table__  # type: ignore[assignment]
+
+
+def mark_waiting(session: Session, job_ids: Collection[str], reason: str) -> None:
+    """Say why these jobs wait, except those a worker holds (a stage runs under a lease) or that have
+    ended. One Core UPDATE: the relay marks its published rows' jobs in batches."""
+    if not job_ids:
+        return
     session.execute(
-        update(Job)
+        update(JOBS)
         .where(
-            Job.id == job_id,
-            Job.status.in_(WAITING_STATUSES),
-            Job.lease_expires_at.is_(None),
-            or_(Job.waiting.is_(None), Job.waiting != reason),
+            JOBS.c.id.in_(job_ids),
+            JOBS.c.status.in_(WAITING_STATUSES),
+            JOBS.c.lease_expires_at.is_(None),
+            or_(JOBS.c.waiting.is_(None), JOBS.c.waiting != reason),
         )
         .values(waiting=reason)
-        .execution_options(synchronize_session=False)
     )

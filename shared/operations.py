@@ -49,17 +49,17 @@ def reserve(session: Session, tenant: Tenant, settings: Settings) -> None:
         return
     limit = tenant.max_active_jobs or settings.max_active_jobs
     storage_mb = tenant.max_storage_mb or settings.max_storage_mb
+    counters = cast(Table, Tenant.__table__).c
     fits = []
     if jobs > 0:
-        fits.append(Tenant.active_jobs + jobs <= limit)
+        fits.append(counters.active_jobs + jobs <= limit)
     if storage_mb and stored_bytes > 0:
-        fits.append(Tenant.stored_bytes + stored_bytes <= storage_mb * 1024 * 1024)
+        fits.append(counters.stored_bytes + stored_bytes <= storage_mb * 1024 * 1024)
     written = session.execute(
-        update(Tenant)
-        .where(Tenant.id == tenant.id, *fits)
-        .values(active_jobs=Tenant.active_jobs + jobs, stored_bytes=Tenant.stored_bytes + stored_bytes)
-        .returning(Tenant.id)
-        .execution_options(synchronize_session=False)
+        update(cast(Table, Tenant.__table__))
+        .where(counters.id == tenant.id, *fits)
+        .values(active_jobs=counters.active_jobs + jobs, stored_bytes=counters.stored_bytes + stored_bytes)
+        .returning(counters.id)
     ).first()
     if written is not None:
         return

@@ -21,7 +21,7 @@ import logging
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
@@ -32,6 +32,7 @@ from shared import job_counters
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
 from shared.models import OutboxMessage, Tenant, WebhookDelivery, utcnow
+from shared.outbox_marks import SentMarks
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.stage_messages import CLAIM_S, StageMessages
@@ -58,10 +59,12 @@ class RowKind(Protocol):
     name: str
     model: Any
 
+    marks_sent: bool
+
     def due(self, now: datetime) -> ColumnElement[bool]: ...
     def claim(self, session: Session, row_id: int, now: datetime) -> Any | None: ...
     def send(self, claim: Any) -> None: ...
-    def sent(self, session: Session, row_id: int, claim: Any) -> None: ...
+    def sent(self, session: Session, items: Sequence[tuple[int, Any]]) -> None: ...
     def unsent(self, session: Session, row_id: int, claim: Any, error: BrokerUnavailableError) -> float: ...
 
 
@@ -82,7 +85,8 @@ def add_ingest_messages(session: Session, tenant: Tenant, job_ids: list[str], st
     claim = relay is not None and not relay.quiet()
     values = {"available_at": utcnow() + timedelta(seconds=CLAIM_S), "attempts": 1} if claim else {}
     rows = [{"job_id": job_id, "stage": stage, **values} for job_id in job_ids]
-    returning = insert(OutboxMessage).returning(OutboxMessage.id, sort_by_parameter_order=True)
+    table = OutboxMessage.__table__
+    returning = insert(table).returning(table.c.id, sort_by_parameter_order=True)  # type: ignore[arg-type]
     ids = list(session.scalars(returning, rows))
     if relay is not None:
         session.info.setdefault(_ADDED, {}).setdefault(STAGES, []).extend(ids)
@@ -109,6 +113,7 @@ class Relay:
         webhooks = WebhookDeliveries(publisher, republish_after_s=webhook_republish_after_s)
         self.stages = stages
         self.kinds: dict[str, RowKind] = {stages.name: stages, webhooks.name: webhooks}
+        self.marks = SentMarks(sessions)
         self._quiet_until = 0.0
 
     @classmethod
@@ -189,8 +194,8 @@ class Relay:
                 quiet_s = kind.unsent(session, row_id, claim, exc)
             self._quiet_until = time.monotonic() + min(quiet_s, MAX_QUIET_S)
             return False
-        with transaction(self.sessions) as session:
-            kind.sent(session, row_id, claim)
+        if kind.marks_sent:
+            self.marks.add(kind, row_id, claim)
         return True
 
     def attach(self, sessions: sessionmaker[Session]) -> None:

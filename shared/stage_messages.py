@@ -8,11 +8,11 @@ refuses leaves it due again after a growing delay.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, select, update
+from sqlalchemy import ColumnElement, Table, and_, select, update
 from sqlalchemy.orm import Session
 
 from shared.errors import BrokerUnavailableError
@@ -25,6 +25,7 @@ logger = logging.getLogger(__name__)
 
 CLAIM_S = 30
 MAX_BACKOFF_S = 60
+OUTBOX: Table = OutboxMessage.__table__  # type: ignore[assignment]
 ACTIVE_STATUSES = [
     s.value for s in (JobStatus.QUEUED, JobStatus.RUNNING, JobStatus.RETRYING, JobStatus.CANCEL_REQUESTED)
 ]
@@ -47,6 +48,8 @@ class StageMessages:
 
     name = "stages"
     model = OutboxMessage
+    # A published row is marked, so that the sweep does not publish it again when its claim runs out.
+    marks_sent = True
 
     def __init__(self, publisher: Publisher, *, interactive_jobs_per_tenant: int = 4) -> None:
         self.publisher = publisher
@@ -127,16 +130,17 @@ class StageMessages:
         else:
             self.publisher.publish_part(claim.job_id, claim.stage, claim.part, claim.tenant_id, claim.lane)
 
-    def sent(self, session: Session, row_id: int, claim: StageClaim) -> None:
-        session.execute(update(OutboxMessage).where(OutboxMessage.id == row_id).values(published_at=utcnow()))
+    def sent(self, session: Session, items: Sequence[tuple[int, StageClaim]]) -> None:
+        """Mark these published rows, in one statement for the rows and one for each kind of job mark."""
+        row_ids = [row_id for row_id, _ in items]
+        session.execute(update(OUTBOX).where(OUTBOX.c.id.in_(row_ids)).values(published_at=utcnow()))
         # A running job's next message is in the broker now: the sweeper must not take it for a
         # lost hand-off while it waits in the queue (this relay's broker may stamp nothing). A queued
         # job's first message hands nothing on (and a worker may already have started it).
-        if claim.running:
-            record_hand_off(session, claim.job_id)
-        if claim.lane == "backlog":
-            mark_waiting(session, claim.job_id, BACKLOG)
-        logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)
+        record_hand_off(session, [claim.job_id for _, claim in items if claim.running])
+        mark_waiting(session, [claim.job_id for _, claim in items if claim.lane == "backlog"], BACKLOG)
+        for row_id, claim in items:
+            logger.debug("published job %s from stage %s (outbox row %s)", claim.job_id, claim.stage, row_id)
 
     def unsent(
         self, session: Session, row_id: int, claim: StageClaim, error: BrokerUnavailableError

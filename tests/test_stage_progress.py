@@ -129,7 +129,7 @@ def test_a_retry_waits_for_its_delay_and_a_held_job_is_not_marked(sqlite_db: Any
     with sqlite_db.transaction() as session:
         job_id = _running_job(session, "extract")
         # When something tries to mark it waiting, then nothing changes: a worker holds it
-        mark_waiting(session, job_id, TENANT_SLOT)
+        mark_waiting(session, [job_id], TENANT_SLOT)
         assert _job(session, job_id).waiting is None
         # When its stage fails on a transient error, then it waits for the retry's delay
         jobs.retry(session, job_id, TransientError())

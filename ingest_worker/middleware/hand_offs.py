@@ -40,9 +40,9 @@ class HandOffs(Middleware):
         try:
             res: Resources = self.resources()
             with res.db.transaction() as session:
-                record_hand_off(session, message.args[0])
+                record_hand_off(session, [message.args[0]])
                 if message.options.get("waiting"):
-                    mark_waiting(session, message.args[0], message.options["waiting"])
+                    mark_waiting(session, [message.args[0]], message.options["waiting"])
         except Exception:
             # The hand-off itself succeeded; without the stamp the sweeper resumes the job later,
             # which the idempotent stages absorb.

@@ -127,10 +127,11 @@ class StagePart(Base):
 
 class JobEvent(Base):
     __tablename__ = "job_events"
+    # The unique (job_id, seq) index also serves every lookup by job: no index of job_id alone.
     __table_args__ = (UniqueConstraint("job_id", "seq", name="uq_job_events_job_seq"),)
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"), index=True)
+    job_id: Mapped[str] = mapped_column(ForeignKey("jobs.id"))
     tenant_id: Mapped[str] = mapped_column(String(36), index=True)
     seq: Mapped[int] = mapped_column(Integer)
     type: Mapped[str] = mapped_column(String(40))

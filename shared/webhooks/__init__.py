@@ -13,7 +13,7 @@ import base64
 import json
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -144,6 +144,8 @@ class WebhookDeliveries:
 
     name = "webhooks"
     model = WebhookDelivery
+    # The claim stamps `published_at`: a published delivery needs no mark of its own.
+    marks_sent = False
 
     def __init__(self, publisher: Publisher, *, republish_after_s: float) -> None:
         self.publisher = publisher
@@ -169,8 +171,8 @@ class WebhookDeliveries:
     def send(self, claim: int) -> None:
         self.publisher.publish_webhook(claim)
 
-    def sent(self, session: Session, row_id: int, claim: int) -> None:
-        """Nothing more to mark: `published_at` was set by the claim."""
+    def sent(self, session: Session, items: Sequence[tuple[int, int]]) -> None:
+        """Nothing more to mark: `published_at` was set by the claim (`marks_sent` is off)."""
 
     def unsent(self, session: Session, row_id: int, claim: int, error: BrokerUnavailableError) -> float:
         """Not in the broker after all: due again at once (the relay's quiet time spaces the tries)."""
