@@ -107,6 +107,7 @@ class Pen:
         self._last: _Piece | None = None  # the last array drawn
         self._placed = False  # a text positioning operator came after it
         self._codes: dict[tuple[str | None, bytes], tuple[str, float, int]] = {}
+        self._spaces: dict[str | None, SpaceGlyph | None] = {}
 
     def follow(self, operator: bytes, operands: list[Any]) -> None:
         """Track the current font and character spacing through Tf, Tc, q and Q, as pypdf does, and
@@ -143,7 +144,7 @@ class Pen:
             return None
         text = "".join(text for text, _, _ in codes)
         right_to_left = bool(RIGHT_TO_LEFT.search(text))
-        space = (space_glyph(font) or run_break(font)) if right_to_left else None
+        space = self._space(font) if right_to_left else None
         spacing = 1000 * self._char_spacing / self._size if self._size else 0.0
         placement = Placement(False, right_to_left, space, advance(font, " "), spacing)
         if text and all(unicodedata.combining(char) for char in text):
@@ -173,6 +174,13 @@ class Pen:
             if _changes_face(last, piece):
                 threshold = FACE_CHANGE_GAP_EM
         return dataclasses.replace(placement, apart=gap >= threshold * size)
+
+    def _space(self, font: Font) -> SpaceGlyph | None:
+        """The code that draws a word gap of right-to-left text in the current font: its space glyph,
+        or else a run break (see `fonts`); remembered per font."""
+        if self._font not in self._spaces:
+            self._spaces[self._font] = space_glyph(font) or run_break(font)
+        return self._spaces[self._font]
 
     def _code(self, font: Font, code: bytes) -> tuple[str, float, int]:
         """What `code` decodes to in the current font, how far its glyphs advance (thousandths of
