@@ -19,14 +19,21 @@ from pypdf.generic._font import Font
 _PYPDF_DEFAULT_SPACE = 200.0
 # Form XObjects nested deeper than this are not searched for fonts.
 _MAX_FORM_DEPTH = 8
+# A control character that pypdf takes for left-to-right text (it is neither right-to-left nor in
+# its neutral ranges) and that normalisation drops: drawn at a word gap of right-to-left text in a
+# font without a space glyph, it ends pypdf's right-to-left run, so the space pypdf adds after it
+# stays between the words instead of going to the end of the run (see `rtl`).
+RUN_BREAK = "\x7f"
 
 
 @dataclass(frozen=True)
 class SpaceGlyph:
-    """A code that a font decodes to a space, and its advance in thousandths of an em."""
+    """A code that a font decodes to a space, and its advance in thousandths of an em; with
+    `run_break`, a code that decodes to RUN_BREAK instead, after which a space is still to be added."""
 
     code: bytes
     width: float
+    run_break: bool = False
 
 
 class PageFonts:
@@ -71,6 +78,16 @@ def space_glyph(font: Font) -> SpaceGlyph | None:
         raw = font.encoding.get(byte, chr(byte))
         if font.character_map.get(raw, raw) == " ":
             return SpaceGlyph(bytes([byte]), advance(font, chr(byte)))
+    return None
+
+
+def run_break(font: Font) -> SpaceGlyph | None:
+    """A one-byte code that `font` decodes to RUN_BREAK (a code its encoding leaves unused), or None."""
+    if isinstance(font.encoding, str):
+        return None
+    for byte in range(256):
+        if decoded(font, bytes([byte])) == RUN_BREAK:
+            return SpaceGlyph(bytes([byte]), advance(font, chr(byte)), run_break=True)
     return None
 
 

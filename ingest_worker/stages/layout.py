@@ -33,6 +33,7 @@ from typing import Any
 from pypdf import PageObject
 
 from ingest_worker.stages.accents import accents_after_letters
+from ingest_worker.stages.fonts import RUN_BREAK
 from ingest_worker.stages.pen import Pen
 from ingest_worker.stages.rtl import RIGHT_TO_LEFT, changes_direction, visual_edges
 from ingest_worker.stages.spacing import WORD_GAP_EM, word_gaps
@@ -103,6 +104,8 @@ def structured_page(page: PageObject) -> tuple[str, list[str] | None]:
     def visit(text: str, cm: Any, tm: Any, font: Any, size: float) -> None:
         if text:
             reported.append(text)
+            # The run breaks `spacing` draws only steer pypdf's assembly (see `fonts.RUN_BREAK`).
+            text = text.replace(RUN_BREAK, "")
             if RIGHT_TO_LEFT.search(text):
                 text = visual_edges(text)
             runs.append((text, *_position(cm, tm, size), _is_bold(font)))
@@ -110,7 +113,7 @@ def structured_page(page: PageObject) -> tuple[str, list[str] | None]:
     plain = page.extract_text(visitor_text=visit, visitor_operand_before=word_gaps(pen))
     if "".join(reported) != plain:
         # pypdf built its text some other way (it may for some fonts): keep it as it is.
-        return accents_after_letters(plain), None
+        return accents_after_letters(plain.replace(RUN_BREAK, "")), None
     lines = _lines(runs)
     for line in lines:
         line.cells = [accents_after_letters(cell) for cell in line.cells]

@@ -6,6 +6,8 @@ word gap skips that reordering and goes at the end of the run: the words of an A
 glued together, their spaces after the last of them ("والعربيةهي  "). A glyph that the font decodes
 to a space is reordered like the letters around it and lands between the words, so `spacing` draws
 the word gaps of right-to-left text as the font's space glyph (found by `fonts`, placed by `pen`).
+A font with no such glyph gets `fonts.RUN_BREAK` instead, a code that ends pypdf's right-to-left run
+so that the space it adds next stays in place; `layout` drops it.
 
 What is left is at the edges of the runs pypdf reports, which `layout` mends with `visual_edges`
 (a space at the wrong end of a run) and `changes_direction` (two runs of opposite directions that

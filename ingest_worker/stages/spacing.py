@@ -13,8 +13,13 @@ smaller move is cut into steps each too small for pypdf to call a gap, and a wor
 miss is followed by a space character, which pypdf takes as text. In an array that draws
 right-to-left text, the word gap is drawn as the font's space glyph instead (see `rtl`).
 
+A move is measured with the character spacing (Tc) the pen adds after every glyph: some writers set
+a wide one and take it back with moves to the left, so that only the gaps between words are left.
+
 With the page's `Pen`, an array that a move set a word gap apart from the text before it (which
-pypdf judges by the font's space width, see `pen`) starts with a space too.
+pypdf judges by the font's space width, see `pen`) starts with a space too. In right-to-left text
+set in a font without a space glyph, the word gap is drawn as `fonts.RUN_BREAK`, which ends pypdf's
+right-to-left run, followed by pypdf's space.
 """
 
 from __future__ import annotations
@@ -61,7 +66,11 @@ def word_gaps(pen: Pen | None = None) -> Visitor:
         if operator == b"TJ" and operands and isinstance(operands[0], ArrayObject):
             items = list(operands[0])
             placement = pen.place(items, cm, tm) if pen is not None else None
-            operands[0][:] = _opening(placement) + _rewritten(items, placement.space if placement else None)
+            operands[0][:] = _opening(placement) + _rewritten(
+                items,
+                placement.space if placement else None,
+                placement.char_spacing if placement else 0.0,
+            )
 
     return visit
 
@@ -74,11 +83,16 @@ def _opening(placement: Placement | None) -> list[Any]:
     if placement.right_to_left:
         if placement.space is None:
             return []
-        return [ByteStringObject(placement.space.code), FloatObject(placement.space.width)]
-    return [TextStringObject(" "), FloatObject(placement.space_advance)]
+        # Each character drawn advances by its width and the character spacing.
+        if placement.space.run_break:
+            back = placement.space.width + placement.space_advance + 2 * placement.char_spacing
+            return [ByteStringObject(placement.space.code), TextStringObject(" "), FloatObject(back)]
+        back = placement.space.width + placement.char_spacing
+        return [ByteStringObject(placement.space.code), FloatObject(back)]
+    return [TextStringObject(" "), FloatObject(placement.space_advance + placement.char_spacing)]
 
 
-def _rewritten(items: list[Any], space: SpaceGlyph | None = None) -> list[Any]:
+def _rewritten(items: list[Any], space: SpaceGlyph | None = None, char_spacing: float = 0.0) -> list[Any]:
     out: list[Any] = []
     threshold = WORD_GAP_EM * 1000
     for index, item in enumerate(items):
@@ -88,13 +102,21 @@ def _rewritten(items: list[Any], space: SpaceGlyph | None = None) -> list[Any]:
         move = -float(item)
         inside = 0 < index < len(items) - 1
         between_text = inside and _is_text(items[index - 1]) and _is_text(items[index + 1])
-        if not math.isfinite(move) or not between_text:
+        # The character spacing (Tc) widens the gap after every glyph; some writers set it wide and
+        # take it back with moves to the left ("l" 120 "c" under a Tc of 473 leaves a word gap of 353).
+        gap = move + char_spacing
+        if not math.isfinite(gap) or not between_text:
             out.append(item)
-        elif move >= threshold and space is not None:
+        elif gap >= threshold and space is not None and space.run_break:
+            # A word gap of right-to-left text in a font without a space glyph: the code that ends
+            # pypdf's right-to-left run, then a move far enough for pypdf to add its space after it.
+            out.append(ByteStringObject(space.code))
+            out.extend([FloatObject(-(move - space.width - char_spacing + _FAR)), FloatObject(_FAR)])
+        elif gap >= threshold and space is not None:
             # A word gap of right-to-left text: the space glyph, then the rest of the move in steps.
             out.append(ByteStringObject(space.code))
-            out.extend(_steps(move - space.width))
-        elif move >= threshold:
+            out.extend(_steps(move - space.width - char_spacing))
+        elif gap >= threshold:
             # A word gap: a move far beyond any space width, so pypdf adds its space, then the move back.
             # pypdf counts both moves, not its space, into the width of the text, so that stays right.
             out.extend([FloatObject(-(move + _FAR)), FloatObject(_FAR)])

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from pypdf import PdfReader
 
-from ingest_worker.stages.fonts import PageFonts, decoded, space_glyph
+from ingest_worker.stages.fonts import RUN_BREAK, PageFonts, decoded, run_break, space_glyph
 from ingest_worker.stages.layout import structured_text
 from ingest_worker.stages.rtl import changes_direction, visual_edges
 from tests.text_metrics import words
@@ -43,6 +43,22 @@ def test_a_font_gives_the_code_of_its_own_space_glyph_or_one_it_decodes_to_a_spa
     own, other = space_glyph(with_space), space_glyph(without)
     assert own is not None and own.code == b"\x00\x03" and own.width > 0
     assert other is not None and decoded(without, other.code) == " "
+
+
+def test_the_words_of_a_font_without_a_space_glyph_stay_apart() -> None:
+    # Given slides whose Arabic font has no code that decodes to a space (its map gives two of its
+    # letters as Latin ones), with two words in one array parted by a move
+    page = PdfReader(REAL / "arabi-beamer-slides-ar.pdf").pages[0]
+    font = PageFonts(page).get("/F22")
+    assert font is not None and space_glyph(font) is None
+    # Then a code it leaves unused ends pypdf's right-to-left run in its place
+    stand_in = run_break(font)
+    assert stand_in is not None and stand_in.run_break and decoded(font, stand_in.code) == RUN_BREAK
+    # And the page's words stay apart, with no trace of that code
+    text = structured_text(page)
+    assert RUN_BREAK not in text
+    found = words(text)
+    assert "يالج" not in found and found.count("ي") == found.count("الج") > 0
 
 
 def test_spaces_at_the_ends_of_a_right_to_left_run_change_ends_and_a_line_break_stays() -> None:

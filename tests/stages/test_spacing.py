@@ -69,3 +69,43 @@ def test_arrays_drawn_one_after_the_other_are_measured_from_where_the_last_one_e
     text = structured_text(page)
     # Then the logo is not taken for two words
     assert "VnT EX" not in text and "VnTEX" in text
+
+
+def test_the_symbols_of_a_formula_set_in_their_own_faces_are_apart() -> None:
+    # Given an exam whose formulas set numbers, variables and indices in faces of their own, close
+    # together but not touching ("2x", "14y", "u_n")
+    page = PdfReader(REAL / "sexam-exam-ar.pdf").pages[2]
+    # When the page is read
+    text = structured_text(page)
+    # Then each symbol is a word of its own
+    assert "2 x" in text and "14 y" in text and "u n" in text
+    assert "2x" not in text and "14y" not in text
+
+
+def test_a_limit_set_under_lim_is_apart_from_it() -> None:
+    # Given "lim" with its limit set under it, half a type size lower
+    page = PdfReader(REAL / "sexam-exam-ar.pdf").pages[1]
+    # When the page is read
+    text = structured_text(page)
+    # Then the limit is not glued to "lim"
+    assert "lim x" in text and "limx" not in text
+
+
+def test_punctuation_in_another_face_stays_with_its_word() -> None:
+    # Given a low opening quote set lower than the word it opens, and angle brackets in a symbol face
+    # around an italic argument
+    quoted = structured_text(PdfReader(REAL / "babel-bulgarian.pdf").pages[3])
+    bracketed = structured_text(PdfReader(REAL / "pdfpages-manual.pdf").pages[1])
+    # Then neither is set apart from its word
+    assert "”тази" in quoted
+    assert "\\usepackage[⟨options⟩]{pdfpages}" in bracketed
+
+
+def test_a_wide_character_spacing_taken_back_by_moves_leaves_the_word_gaps() -> None:
+    # Given a line set with a character spacing of nearly half an em, taken back after every glyph
+    # but the last of a word by a move to the left
+    page = PdfReader(REAL / "rcs-user-manual.pdf").pages[3]
+    # When the page is read
+    text = structured_text(page)
+    # Then the gap the moves leave between two words is a space
+    assert "Spell checked." in text
