@@ -28,22 +28,32 @@ def feed(
     headers (`part_is_fresh()`: no byte of its data yet) and the body goes on with the delimiter at
     once, the CRLF the delimiter lacks is given to the parser, so the part is empty, as in Werkzeug."""
     pattern = b"\r\n\r\n--" + boundary
-    keep = len(pattern) - 1
     carry = b""
     for piece in _after_preamble(stream, b"--" + boundary, read_bytes):
-        data, start = carry + piece, 0
+        data, start = (carry + piece if carry else piece), 0
         while (at := data.find(pattern, start)) >= 0:
             parser.write(data[start : at + 4])
             if parser.state == MultipartState.PART_DATA and parser.index == 0 and part_is_fresh():
                 parser.write(b"\r\n")
             start = at + 4
-        # The end of the piece may hold the start of the pattern: keep it for the next piece.
-        cut = max(start, len(data) - keep)
-        if cut > start:
+        # The piece may end with the start of the pattern: that is kept for the next piece (rarely:
+        # the usual piece is written as it came, without a copy).
+        cut = _pattern_start(data, pattern, max(start, len(data) - len(pattern) + 1))
+        if start == 0 and cut == len(data):
+            parser.write(data)
+        elif cut > start:
             parser.write(data[start:cut])
         carry = data[cut:]
     if carry:
         parser.write(carry)
+
+
+def _pattern_start(data: bytes, pattern: bytes, start: int) -> int:
+    """Where, from `start` on, `data` ends with the beginning of `pattern` (else its length)."""
+    at = data.find(pattern[:1], start)
+    while at >= 0 and not pattern.startswith(data[at:]):
+        at = data.find(pattern[:1], at + 1)
+    return at if at >= 0 else len(data)
 
 
 def _after_preamble(stream: Callable[[int], bytes], delimiter: bytes, read_bytes: int) -> Iterator[bytes]:

@@ -12,6 +12,7 @@ import pytest
 from flask import Flask
 from sqlalchemy.exc import IntegrityError
 
+from gateway import upload_form
 from gateway.app import create_app
 from shared import operations
 from shared.queue import Publisher, make_broker
@@ -197,3 +198,46 @@ def test_on_s3_a_hostile_body_and_a_duplicate_leave_only_the_accepted_object(
     assert (accepted.status_code, duplicate.status_code) == (202, 200)
     document_id = accepted.get_json()["document_id"]
     assert objects(storage_of(app)) == [f"documents/{first_tenant(app)}/{document_id}.pdf"]
+
+
+@pytest.mark.parametrize("piece_bytes", [1, 7, 64, 4096, 256 * 1024])
+def test_the_form_reads_the_same_in_pieces_of_any_size(tmp_path: Any, piece_bytes: int) -> None:
+    # Given a body with a preamble, a PDF ending in CRLF (its bytes then meet the delimiter's CRLF),
+    # an empty file without its CRLF, a file of a CRLF only, a text field and a correctly empty file
+    ending_in_crlf = PDF + b"\r\n"
+    empty_sloppy = b'--x\r\nContent-Disposition: form-data; name="files"; filename="sloppy.pdf"\r\n\r\n'
+    body = (
+        b"preamble\r\n"
+        + part("file", ending_in_crlf, "crlf.pdf")
+        + empty_sloppy
+        + part("files", b"\r\n", "only-crlf.pdf")
+        + part("metadata", b'{"a": 1}')
+        + part("files", b"", "empty.pdf")
+        + END
+    )
+    stream = io.BytesIO(body)
+    storage = LocalStorage(str(tmp_path / "objects"))
+
+    # When it is read in pieces of this size
+    form = upload_form.read(
+        lambda size: stream.read(min(size, piece_bytes)),
+        "x",
+        upload_form.planned_file(storage, "t"),
+        limit_bytes=1024 * 1024,
+        max_files=20,
+        max_parts=1000,
+        max_field_bytes=500_000,
+    )
+
+    # Then every part is what was sent, and only the PDF's bytes are in a writer
+    assert form.fields == {"metadata": '{"a": 1}'}
+    outcomes = [(f.filename, f.size, f.error.code if f.error else None) for f in form.files]
+    assert outcomes == [
+        ("crlf.pdf", len(ending_in_crlf), None),
+        ("sloppy.pdf", 0, "empty_file"),
+        ("only-crlf.pdf", 0, "not_a_pdf"),
+        ("empty.pdf", 0, "empty_file"),
+    ]
+    assert [f.writer is not None for f in form.files] == [True, False, False, False]
+    form.files[0].writer.commit()  # type: ignore[union-attr]
+    assert storage.get_bytes(form.files[0].object_key) == ending_in_crlf
