@@ -80,9 +80,8 @@ class _FilePart:
             return
         if len(self.head) < MAGIC_WINDOW:
             self.head += data[: MAGIC_WINDOW - len(self.head)]
-            if len(self.head) == MAGIC_WINDOW and PDF_MAGIC not in self.head and item.writer is not None:
-                item.writer.abort()  # not a PDF: the rest is only counted (a size error comes first)
-                item.writer = None
+            if len(self.head) == MAGIC_WINDOW and PDF_MAGIC not in self.head:
+                item.abort()  # not a PDF: the rest is only counted (a size error comes first)
         if item.writer is not None:
             self.digest.update(data)
             item.writer.write(data)
@@ -99,9 +98,7 @@ class _FilePart:
 
     def _refuse(self, error: IngestError) -> None:
         self.item.error = error
-        if self.item.writer is not None:
-            self.item.writer.abort()
-            self.item.writer = None
+        self.item.abort()
 
 
 class _FormReader:
