@@ -241,3 +241,19 @@ def test_the_form_reads_the_same_in_pieces_of_any_size(tmp_path: Any, piece_byte
     assert [f.writer is not None for f in form.files] == [True, False, False, False]
     form.files[0].writer.commit()  # type: ignore[union-attr]
     assert storage.get_bytes(form.files[0].object_key) == ending_in_crlf
+
+
+def test_a_replayed_idempotent_upload_stores_nothing_more(app: Flask) -> None:
+    # Given an upload sent with an Idempotency-Key
+    key = tenant_key(app, "acme")
+    headers = {**auth(key), "Idempotency-Key": "once"}
+    client = app.test_client()
+    first = client.post("/v1/documents", headers=headers, data=FILE + END, content_type=CONTENT_TYPE)
+
+    # When the same request is sent again (its body streamed again before the key is looked up)
+    again = client.post("/v1/documents", headers=headers, data=FILE + END, content_type=CONTENT_TYPE)
+
+    # Then it is the stored answer, and the second copy of the bytes was dropped
+    assert (first.status_code, again.status_code) == (202, 202)
+    assert again.get_json() == first.get_json()
+    assert len(objects(storage_of(app))) == 1
