@@ -23,8 +23,9 @@ MULTIPART_OVERHEAD_BYTES = 64 * 1024
 # sixteen reads per megabyte, each of which costs the server a copy of what it has buffered ahead.
 # Werkzeug refuses a single read over its form memory limit (500 KB by default), so stay below it.
 FORM_READ_BYTES = 256 * 1024
-# A file part up to this size stays in memory until it is stored; a larger one goes to a temporary
-# file as it arrives (Werkzeug's own threshold is 500 KB, which sends a typical PDF to disk and back).
+# In a form parsed by Werkzeug (not an upload's: gateway/upload_form.py reads that), a file part up
+# to this size stays in memory; a larger one goes to a temporary file as it arrives (Werkzeug's own
+# threshold is 500 KB, which sends a typical PDF to disk and back).
 FILE_IN_MEMORY_BYTES = 1024 * 1024
 
 

@@ -1,90 +1,78 @@
-"""Accepting uploaded files: measure and check each, store the new ones, create their jobs at once.
+"""Accepting uploaded files: store the new ones, create their jobs at once.
 
-Each file is read once to hash and check it (Werkzeug holds a part up to 1 MiB in memory and spools
-a larger one to disk), then streamed into object storage. Documents, jobs and outbox rows for the
+Each file part arrives already hashed, counted and checked (gateway/upload_form.py), its bytes in an
+open object writer under a key chosen before they arrived. Documents, jobs and outbox rows for the
 whole request commit in one transaction that also holds the tenant's quota check, and the outbox is
-published after it.
+published after it; a new file's writer commits inside it, and every other writer (duplicates, and
+all of them on a failure) is aborted, so only an accepted file becomes an object.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
-from werkzeug.datastructures import FileStorage
 
 from gateway.services import Services
 from shared import job_counters, operations, outbox
-from shared.errors import (
-    EmptyFileError,
-    IngestError,
-    InvalidRequestError,
-    NotAPdfError,
-    UploadTooLargeError,
-)
+from shared.errors import IngestError, InvalidRequestError
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
-from shared.models import Document, Job, new_id, utcnow
+from shared.models import Document, Job, utcnow
+from shared.storage import ObjectStorage, ObjectWriter
 
-READ_BYTES = 1024 * 1024
-PDF_MAGIC = b"%PDF-"
-# Readers accept a PDF header preceded by a little junk, within the first 1 KiB.
-MAGIC_WINDOW = 1024
+logger = logging.getLogger(__name__)
 
 
 @dataclass
 class IncomingFile:
-    upload: FileStorage
     filename: str
+    # Chosen before the bytes arrived: the document's id and object key should the file be new.
+    planned_id: str = ""
+    object_key: str = field(default="", repr=False)
+    writer: ObjectWriter | None = field(default=None, repr=False)
     sha256: str = ""
     size: int = 0
     error: IngestError | None = None
+    stored: bool = False  # the writer committed: the object exists under `object_key`
     # Filled in while accepting.
     document_id: str | None = None
     job: dict[str, Any] | None = None
     duplicate: bool = False
     new_job: bool = False
-    object_key: str | None = field(default=None, repr=False)
+
+    def abort(self) -> None:
+        """Drop the bytes written, if the writer is still open."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            writer.abort()
 
 
-def measure(stream: IO[bytes], limit_bytes: int) -> tuple[str, int]:
-    """SHA-256 and size of a stream, checking the magic and the size limit as it reads."""
-    digest = hashlib.sha256()
-    size = 0
-    head = b""
-    while chunk := stream.read(READ_BYTES):
-        if len(head) < MAGIC_WINDOW:
-            head += chunk[: MAGIC_WINDOW - len(head)]
-        size += len(chunk)
-        if size > limit_bytes:
-            raise UploadTooLargeError()
-        digest.update(chunk)
-    if size == 0:
-        raise EmptyFileError()
-    if PDF_MAGIC not in head:
-        raise NotAPdfError()
-    stream.seek(0)
-    return digest.hexdigest(), size
+def refuse_nul_filenames(nul_filename: bool) -> None:
+    if nul_filename:
+        # PostgreSQL cannot store NUL in text.
+        raise InvalidRequestError("A filename contains a NUL character.", code="invalid_filename")
 
 
-def inspect(uploads: list[FileStorage], limit_bytes: int) -> list[IncomingFile]:
-    files = []
-    for upload in uploads:
-        if "\x00" in (upload.filename or ""):
-            # PostgreSQL cannot store NUL in text.
-            raise InvalidRequestError("A filename contains a NUL character.", code="invalid_filename")
-        item = IncomingFile(upload=upload, filename=(upload.filename or "upload.pdf")[:255])
+def discard(storage: ObjectStorage, files: list[IncomingFile]) -> None:
+    """Leave no object behind for these files: abort open writers, delete committed objects. A
+    failure here is logged, not raised, so the error that led here is the one answered."""
+    for item in files:
         try:
-            item.sha256, item.size = measure(upload.stream, limit_bytes)
-        except IngestError as exc:
-            item.error = exc
-        files.append(item)
-    return files
+            item.abort()
+            if item.stored:
+                storage.delete(item.object_key)
+                item.stored = False
+        except Exception:
+            logger.warning(
+                "could not remove the object of a refused upload: %s", item.object_key, exc_info=True
+            )
 
 
 def fingerprint(
@@ -144,14 +132,17 @@ def accept(
             return
         except IntegrityError:
             # The same bytes were uploaded concurrently and the other request won: try again,
-            # which finds its document and answers "duplicate".
+            # which finds its document and answers "duplicate" (and removes this copy's object).
+            # An object stored for a file that is still new is kept for the second try.
             for item in files:
-                if item.object_key:
-                    svc.storage.delete(item.object_key)
-                item.object_key = item.document_id = item.job = None
+                item.document_id = item.job = None
                 item.duplicate = item.new_job = False
             if attempt == 1:
+                discard(svc.storage, files)
                 raise
+        except BaseException:
+            discard(svc.storage, files)
+            raise
 
 
 def _accept_once(
@@ -170,68 +161,67 @@ def _accept_once(
     forced: list[IncomingFile] = []
     duplicates: list[IncomingFile] = []
     existing: dict[str, tuple[str, Job | None]] = {}
-    try:
-        # One transaction for the lookup, the rows and the quotas: the tenant row share-locked first
-        # (a reindex flip waits for these jobs), the counters written last (operations.reserve).
-        with svc.db.transaction() as session:
-            tenant = operations.lock_tenant(session, tenant_id)
-            existing = _live_documents(session, tenant_id, {f.sha256 for f in valid})
-            for item in valid:
-                if item.sha256 in existing:
-                    (forced if force else duplicates).append(item)
-                    item.document_id, item.duplicate = existing[item.sha256][0], True
-                elif item.sha256 in seen:
-                    duplicates.append(item)  # the same bytes twice in one request
-                else:
-                    seen[item.sha256] = item
-                    new_files.append(item)
-            languages = ocr_languages or tenant.ocr_languages or svc.settings.ocr_languages
-            rows = []
-            for item in new_files:
-                item.document_id = new_id()
-                item.object_key = f"documents/{tenant_id}/{item.document_id}.pdf"
-                svc.storage.put_file(item.object_key, item.upload.stream, size=item.size)
-                rows.append(
-                    dict(
-                        id=item.document_id,
-                        tenant_id=tenant_id,
-                        filename=item.filename,
-                        sha256=item.sha256,
-                        size_bytes=item.size,
-                        object_key=item.object_key,
-                        ocr_languages=languages,
-                        metadata=metadata or {},
-                        created_at=utcnow(),
-                    )
-                )
-            if rows:
-                session.execute(insert(Document.__table__), rows)
-                job_counters.note(session, tenant_id, stored_bytes=sum(f.size for f in new_files))
-            if forced and (ocr_languages or metadata is not None):
-                changes: dict[str, Any] = {"ocr_languages": ocr_languages} if ocr_languages else {}
-                changes.update({"user_metadata": metadata} if metadata is not None else {})
-                session.execute(
-                    update(Document)
-                    .where(Document.id.in_([f.document_id for f in forced]))
-                    .values(**changes)
-                    .execution_options(synchronize_session=False)
-                )
-            targets = [*new_files, *forced]
-            job_rows = operations.create_ingest_jobs(
-                session, tenant, [str(item.document_id) for item in targets], callback_url=callback_url
-            )
-            for item, job_row in zip(targets, job_rows, strict=True):
-                item.job = job_body(job_row)
-                item.new_job = True
-            # The quota counters last, right before the commit: their row lock is this tenant's
-            # uploads' one meeting point, so the claim is taken before it.
-            outbox.claim_added(session)
-            operations.reserve(session, tenant, svc.settings)
-    except BaseException:
+    # One transaction for the lookup, the rows and the quotas: the tenant row share-locked first
+    # (a reindex flip waits for these jobs), the counters written last (operations.reserve).
+    with svc.db.transaction() as session:
+        tenant = operations.lock_tenant(session, tenant_id)
+        existing = _live_documents(session, tenant_id, {f.sha256 for f in valid})
+        for item in valid:
+            if item.sha256 in existing:
+                (forced if force else duplicates).append(item)
+                item.document_id, item.duplicate = existing[item.sha256][0], True
+            elif item.sha256 in seen:
+                duplicates.append(item)  # the same bytes twice in one request
+            else:
+                seen[item.sha256] = item
+                new_files.append(item)
+        languages = ocr_languages or tenant.ocr_languages or svc.settings.ocr_languages
+        rows = []
         for item in new_files:
-            if item.object_key:
-                svc.storage.delete(item.object_key)
-        raise
+            item.document_id = item.planned_id
+            if not item.stored:  # else stored by a first try that lost a race on another file
+                assert item.writer is not None
+                item.writer.commit()
+                item.writer, item.stored = None, True
+            rows.append(
+                dict(
+                    id=item.document_id,
+                    tenant_id=tenant_id,
+                    filename=item.filename,
+                    sha256=item.sha256,
+                    size_bytes=item.size,
+                    object_key=item.object_key,
+                    ocr_languages=languages,
+                    metadata=metadata or {},
+                    created_at=utcnow(),
+                )
+            )
+        if rows:
+            session.execute(insert(Document.__table__), rows)
+            job_counters.note(session, tenant_id, stored_bytes=sum(f.size for f in new_files))
+        if forced and (ocr_languages or metadata is not None):
+            changes: dict[str, Any] = {"ocr_languages": ocr_languages} if ocr_languages else {}
+            changes.update({"user_metadata": metadata} if metadata is not None else {})
+            session.execute(
+                update(Document)
+                .where(Document.id.in_([f.document_id for f in forced]))
+                .values(**changes)
+                .execution_options(synchronize_session=False)
+            )
+        targets = [*new_files, *forced]
+        job_rows = operations.create_ingest_jobs(
+            session, tenant, [str(item.document_id) for item in targets], callback_url=callback_url
+        )
+        for item, job_row in zip(targets, job_rows, strict=True):
+            item.job = job_body(job_row)
+            item.new_job = True
+        # The quota counters last, right before the commit: their row lock is this tenant's
+        # uploads' one meeting point, so the claim is taken before it.
+        outbox.claim_added(session)
+        operations.reserve(session, tenant, svc.settings)
+    # Bytes already stored under another document never become an object of their own (only now:
+    # a second try may find a document that the first found gone).
+    discard(svc.storage, [*duplicates, *forced])
     for item in duplicates:
         if item.sha256 not in existing:  # a repeat within the request: point at its first copy
             first = seen[item.sha256]

@@ -17,8 +17,9 @@ from botocore.exceptions import ClientError
 
 from shared.errors import StorageUnavailableError
 from shared.s3_errors import MISSING_BUCKET_CODES, VENDOR_ERRORS, error_code, is_not_found, translate
+from shared.s3_upload import S3Upload
 from shared.settings import Settings
-from shared.storage import STREAM_CHUNK_BYTES
+from shared.storage import STREAM_CHUNK_BYTES, BufferedPartWriter, ObjectWriter
 
 MIB = 1024 * 1024
 # Uploads above this size go multipart, in parts of the same size.
@@ -85,6 +86,8 @@ class S3Storage:
         self._secret_access_key = secret_access_key or None
         self.transfer_config = _transfer_config()
         self.delete_batch_size = DELETE_BATCH_SIZE
+        # A writer's object up to this size goes in one PUT; a larger one in parts of this size.
+        self.writer_part_bytes = MULTIPART_CHUNK_BYTES
         self._client: Any = None
         self._client_pid = 0
         self._bucket_ready = False
@@ -167,6 +170,11 @@ class S3Storage:
             raise translate(exc, bucket_call=True) from exc
 
     # --- ObjectStorage -------------------------------------------------------------------------
+
+    def writer(self, key: str) -> ObjectWriter:
+        """A writer to `key`: held in memory and PUT on commit up to `writer_part_bytes`, a multipart
+        upload beyond it (aborted on abort)."""
+        return BufferedPartWriter(S3Upload(self._ready(), self.bucket, key), self.writer_part_bytes)
 
     def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
         """Stream `fileobj` to `key`; multipart above MULTIPART_CHUNK_BYTES, memory stays bounded.

@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import IO, BinaryIO, Protocol
 
 from shared.errors import ObjectNotFoundError, StorageUnavailableError
 from shared.settings import Settings
@@ -21,8 +21,24 @@ COPY_BUFFER_BYTES = 1024 * 1024
 STREAM_CHUNK_BYTES = 256 * 1024
 
 
+class ObjectWriter(Protocol):
+    """An object written as its bytes arrive: nothing is visible under its key until `commit`."""
+
+    def write(self, data: bytes) -> None:
+        """Append bytes to the object."""
+
+    def commit(self) -> None:
+        """Make the object visible under its key, whole."""
+
+    def abort(self) -> None:
+        """Drop what was written, leaving no object; after a commit, or twice, it does nothing."""
+
+
 class ObjectStorage(Protocol):
     """What the service needs from an object store."""
+
+    def writer(self, key: str) -> ObjectWriter:
+        """A writer for a new object under `key`, fed piece by piece (never whole on disk twice)."""
 
     def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
         """Store a readable binary stream under `key`, streaming (never whole in memory); `size`,
@@ -67,6 +83,11 @@ class LocalStorage:
         if self.root not in path.parents:
             raise ValueError(f"object key escapes the storage root: {key!r}")
         return path
+
+    def writer(self, key: str) -> ObjectWriter:
+        path = self._path(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return LocalObjectWriter(path)
 
     def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
         path = self._path(key)
@@ -122,6 +143,91 @@ class LocalStorage:
     def check(self) -> None:
         if not os.access(self.root, os.W_OK):
             raise StorageUnavailableError()
+
+
+class LocalObjectWriter:
+    """A temporary file beside the target, renamed over it on commit (a reader never sees half an
+    object) and removed on abort."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        # Open across calls until commit or abort, so no context manager.
+        self._tmp: IO[bytes] | None = tempfile.NamedTemporaryFile(dir=path.parent, delete=False)  # noqa: SIM115
+
+    def write(self, data: bytes) -> None:
+        assert self._tmp is not None, "write after commit or abort"
+        self._tmp.write(data)
+
+    def commit(self) -> None:
+        assert self._tmp is not None, "commit after commit or abort"
+        tmp, self._tmp = self._tmp, None
+        tmp.close()
+        os.replace(tmp.name, self._path)
+
+    def abort(self) -> None:
+        if self._tmp is not None:
+            tmp, self._tmp = self._tmp, None
+            tmp.close()
+            Path(tmp.name).unlink(missing_ok=True)
+
+
+class PartSink(Protocol):
+    """The requests a `BufferedPartWriter` makes of a store that takes an object whole or in parts."""
+
+    def put(self, data: bytes) -> None:
+        """Store the whole object in one request."""
+
+    def part(self, data: bytes) -> None:
+        """Send the next part of a multipart upload (started by the first part)."""
+
+    def complete(self) -> None:
+        """Assemble the parts sent into the object."""
+
+    def abort(self) -> None:
+        """Drop the parts sent, if any."""
+
+
+class BufferedPartWriter:
+    """Holds an object in memory up to `part_bytes` and stores it in one request on commit; beyond
+    that, sends it in parts of `part_bytes` as they fill (the last one on commit), so memory stays
+    at about one part whatever the object's size."""
+
+    def __init__(self, sink: PartSink, part_bytes: int) -> None:
+        self._sink = sink
+        self._part_bytes = part_bytes
+        self._pending: list[bytes] = []
+        self._pending_bytes = 0
+        self._parted = False
+        self._open = True
+
+    def write(self, data: bytes) -> None:
+        assert self._open, "write after commit or abort"
+        self._pending.append(data)
+        self._pending_bytes += len(data)
+        if self._pending_bytes > self._part_bytes:
+            # Keep at least one byte back: the last part is sent on commit, never empty.
+            data, start = b"".join(self._pending), 0
+            while len(data) - start > self._part_bytes:
+                self._sink.part(data[start : start + self._part_bytes])
+                start += self._part_bytes
+            self._parted = True
+            self._pending, self._pending_bytes = [data[start:]], len(data) - start
+
+    def commit(self) -> None:
+        assert self._open, "commit after commit or abort"
+        data, self._pending = b"".join(self._pending), []
+        if self._parted:
+            self._sink.part(data)
+            self._sink.complete()
+        else:
+            self._sink.put(data)
+        self._open = False
+
+    def abort(self) -> None:
+        if self._open:
+            self._open, self._pending = False, []
+            if self._parted:
+                self._sink.abort()
 
 
 def _pieces(handle: BinaryIO) -> Iterator[bytes]:

@@ -9,7 +9,7 @@ from flask import g, request, url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
-from gateway import idempotency, request_checks, uploads
+from gateway import idempotency, request_checks, upload_form, uploads
 from gateway.auth import tenant_required
 from gateway.idempotency import StoredResponse
 from gateway.pagination import next_cursor, page
@@ -26,6 +26,7 @@ from gateway.schemas.documents import (
 )
 from gateway.schemas.jobs import JobSchema
 from gateway.services import services
+from gateway.upload_form import UploadForm
 from shared import document_metadata, ocr_languages, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
 from shared.job_queries import latest_job_of_document
@@ -41,37 +42,44 @@ UPLOAD_BODY = {
 }
 
 
-def _callback_url() -> str | None:
+def _callback_url(form: UploadForm) -> str | None:
     """The job's callback URL, refused unless https and public (or allow-listed in settings)."""
-    return check_setting(request.form.get("callback_url") or None, services().settings)
+    return check_setting(form.fields.get("callback_url") or None, services().settings)
 
 
-def _ocr_languages() -> str | None:
+def _ocr_languages(form: UploadForm) -> str | None:
     """The upload's OCR languages ("deu+eng"), refused (422 `unknown_ocr_language`) unless each is one
     the service offers (Settings.ocr_available_languages)."""
-    value = request.form.get("ocr_languages") or None
+    value = form.fields.get("ocr_languages") or None
     return (
         None if value is None else ocr_languages.checked(value, services().settings.ocr_available_languages)
     )
 
 
-def _metadata() -> dict[str, Any] | None:
+def _metadata(form: UploadForm) -> dict[str, Any] | None:
     """The upload's metadata form field (a JSON object), refused with 400 `invalid_metadata` unless
     valid (shared/document_metadata.py); None when absent."""
-    value = request.form.get("metadata")
+    value = form.fields.get("metadata")
     return None if value is None else document_metadata.parse(value)
 
 
-def _file_parts() -> list[Any]:
+def _read_form(tenant_id: str, limit_bytes: int) -> UploadForm:
+    """The multipart form, its files streamed into storage as it is read; 415 for any other body."""
     if not (request.mimetype or "").startswith("multipart/form-data"):
         raise UnsupportedMediaTypeError()
-    parts = [f for name in ("file", "files") for f in request.files.getlist(name)]
-    if not parts:
-        raise InvalidRequestError("Send the PDF as the multipart field 'file'.", code="missing_file")
-    limit = services().settings.max_files_per_request
-    if len(parts) > limit:
-        raise InvalidRequestError(f"At most {limit} files per request.", code="too_many_files")
-    return parts
+    svc = services()
+    form = upload_form.read(
+        request.stream.read,
+        request.mimetype_params.get("boundary", ""),
+        upload_form.planned_file(svc.storage, tenant_id),
+        limit_bytes=limit_bytes,
+        max_files=svc.settings.max_files_per_request,
+        max_parts=request.max_form_parts or upload_form.DEFAULT_MAX_PARTS,
+        max_field_bytes=request.max_form_memory_size or upload_form.DEFAULT_MAX_FIELD_BYTES,
+    )
+    if not form.files:
+        raise upload_form.missing_file()
+    return form
 
 
 def _answer(files: list[uploads.IncomingFile]) -> StoredResponse:
@@ -120,20 +128,27 @@ def upload_documents(force: bool, idempotency_key: str | None = None) -> Any:
     # Before anything reads the body: the key was checked from the headers alone (401 unread).
     limit_mb = g.caller.max_upload_mb or svc.settings.max_upload_mb
     request_checks.limit_body(limit_mb)
-    parts = _file_parts()
-    callback_url = _callback_url()
-    languages = _ocr_languages()
-    metadata = _metadata()
-    files = uploads.inspect(parts, limit_mb * 1024 * 1024)
-    if idempotency_key:
-        stored = idempotency.claim(
-            svc.db.sessions,
-            tenant_id,
-            idempotency_key,
-            uploads.fingerprint(files, callback_url, force, languages, metadata),
-        )
-        if stored is not None:
-            return _replay(stored)
+    form = _read_form(tenant_id, limit_mb * 1024 * 1024)
+    files = form.files
+    try:
+        callback_url = _callback_url(form)
+        languages = _ocr_languages(form)
+        metadata = _metadata(form)
+        uploads.refuse_nul_filenames(form.nul_filename)
+        stored = None
+        if idempotency_key:
+            stored = idempotency.claim(
+                svc.db.sessions,
+                tenant_id,
+                idempotency_key,
+                uploads.fingerprint(files, callback_url, force, languages, metadata),
+            )
+    except BaseException:
+        uploads.discard(svc.storage, files)
+        raise
+    if stored is not None:
+        uploads.discard(svc.storage, files)
+        return _replay(stored)
     try:
         uploads.accept(
             svc,
