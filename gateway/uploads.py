@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from gateway.services import Services
-from shared import job_counters, operations, outbox
+from shared import hot_locks, job_counters, operations, outbox
 from shared.errors import IngestError, InvalidRequestError
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
@@ -218,7 +218,10 @@ def _accept_once(
         # The quota counters last, right before the commit: their row lock is this tenant's
         # uploads' one meeting point, so the claim is taken before it.
         outbox.claim_added(session)
-        operations.reserve(session, tenant, svc.settings)
+        session.flush()
+        # The COMMIT leaves right after the UPDATE's answer, before anything yields to another request.
+        with hot_locks.holding():
+            operations.reserve(session, tenant, svc.settings)
     # Bytes already stored under another document never become an object of their own (only now:
     # a second try may find a document that the first found gone).
     discard(svc.storage, [*duplicates, *forced])
