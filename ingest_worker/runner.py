@@ -3,8 +3,9 @@ run, finish, and one classification of failures.
 
 Each transition is its own short transaction; none is held open while the work runs. A unit whose
 job is final is not run; a cancel request, a suspended tenant or a job past its deadline stop it at
-the boundary; a unit that is already done or held by a live worker is dropped (a whole stage that is
-done simply hands the job on). Failures are classified once, in `failures.py`.
+the boundary; a unit that is already done or running under a lease is dropped (a whole stage that
+is done simply hands the job on; a lost worker's unit comes back through the sweeper, which counts
+the recovery). Failures are classified once, in `failures.py`.
 """
 
 from __future__ import annotations
@@ -228,8 +229,10 @@ class _Stage:
         return self.stage
 
     def claim(self, res: Resources, session: Session, job: Job) -> Claim:
-        if job.status == S.RUNNING.value and job.stage == self.stage and _lease_live(job):
-            logger.info("job %s: %s is running under a live lease elsewhere; duplicate dropped", job.id, self)
+        if job.status == S.RUNNING.value and job.stage == self.stage and job.lease_expires_at is not None:
+            # Live: a duplicate. Expired: its worker was lost, and the sweeper resumes the job and
+            # counts the recovery, whichever way the broker brought this message back.
+            logger.info("job %s: %s is running under a lease; delivery dropped", job.id, self)
             return Claim.DROP
         if not job_stages.claim_stage(session, job.id, self.stage):
             logger.info("job %s: stage %s already done; handing on", job.id, self)

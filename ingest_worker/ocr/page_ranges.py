@@ -79,8 +79,8 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
 
 
 def _fan_out(res: Resources, job_id: str, ranges: list[list[int]]) -> StageResult:
-    """One message per range not done and not held by a live worker (a second fan-out, after a
-    recovery, publishes only what is left)."""
+    """One message per range neither done nor running (a second fan-out, after a retry, publishes
+    only what is left; the sweeper gives back and publishes a lost worker's range)."""
     with res.db.transaction() as session:
         todo = stage_parts.plan_parts(session, job_id, STAGE, ranges)
         if len(todo) == len(ranges):  # the first fan-out: no range has counted its pages yet
@@ -112,7 +112,7 @@ class _Range:
     def claim(self, res: Resources, session: Session, job: Job) -> Claim:
         wanted = stage_parts.claim_part(session, job.id, STAGE, self.part, lease_s=res.settings.lease_s)
         if wanted is None:
-            logger.info("job %s: %s is done or held by a live worker; dropped", job.id, self)
+            logger.info("job %s: %s is done or running; dropped", job.id, self)
             return Claim.DROP
         if job.status == S.RETRYING.value:
             jobs.resume(session, job.id)

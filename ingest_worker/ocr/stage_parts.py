@@ -1,7 +1,9 @@
 """Stages run in parts, each its own message (the page ranges of a large scan's OCR), and the join.
 
 Each part is a row claimed with a compare-and-set, so a part that is done is never redone and a
-duplicate delivery of a part another worker holds under a live lease is dropped. The stage's row in
+delivery of a part that is running is dropped. A running part whose lease expired (its worker was
+lost) is not taken by a delivery either: the sweeper gives it back, counts the recovery towards
+dead-lettering and publishes it again, whichever way the broker brought the message back. The stage's row in
 `job_stages` carries a counter: finishing a part increments it in the same transaction that marks
 the part done, and the increment that reaches the number of parts belongs to the last part, exactly
 once: concurrent finishers serialise on that one row (a row lock on PostgreSQL, the database lock
@@ -12,9 +14,9 @@ caller's session and never commit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 
-from sqlalchemy import ColumnElement, and_, or_, select, update
+from sqlalchemy import ColumnElement, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session
 
@@ -23,21 +25,15 @@ from shared.models import JobStage, StagePart, StageStatus, utcnow
 P = StageStatus
 
 
-def _not_held(now: datetime) -> ColumnElement[bool]:
-    """A part nobody works on: not done, and not running under a live lease."""
-    return and_(
-        StagePart.status != P.DONE.value,
-        or_(
-            StagePart.status != P.RUNNING.value,
-            StagePart.lease_expires_at.is_(None),
-            StagePart.lease_expires_at < now,
-        ),
-    )
+def _claimable() -> ColumnElement[bool]:
+    """A part waiting for a worker: neither done nor running (a lost worker's part is given back
+    by the sweeper first)."""
+    return StagePart.status.not_in([P.DONE.value, P.RUNNING.value])
 
 
 def plan_parts(session: Session, job_id: str, stage: str, parts: Sequence[Sequence[int]]) -> list[int]:
     """Record the stage's parts (the first plan stands: a second fan-out keeps it) and return the
-    parts that need a message: not done and not held by a live worker."""
+    parts that need a message: neither done nor running."""
     insert = postgresql.insert if session.get_bind().dialect.name == "postgresql" else sqlite.insert
     existing = session.scalar(
         select(StagePart.part).where(StagePart.job_id == job_id, StagePart.stage == stage).limit(1)
@@ -56,19 +52,18 @@ def plan_parts(session: Session, job_id: str, stage: str, parts: Sequence[Sequen
     return list(
         session.scalars(
             select(StagePart.part)
-            .where(StagePart.job_id == job_id, StagePart.stage == stage, _not_held(utcnow()))
+            .where(StagePart.job_id == job_id, StagePart.stage == stage, _claimable())
             .order_by(StagePart.part)
         )
     )
 
 
 def claim_part(session: Session, job_id: str, stage: str, part: int, *, lease_s: float) -> list[int] | None:
-    """Take the part for this delivery under a lease; its pages, or None when it is done or a live
-    worker holds it."""
+    """Take the part for this delivery under a lease; its pages, or None when it is done or running."""
     now = utcnow()
     row = session.execute(
         update(StagePart)
-        .where(StagePart.job_id == job_id, StagePart.stage == stage, StagePart.part == part, _not_held(now))
+        .where(StagePart.job_id == job_id, StagePart.stage == stage, StagePart.part == part, _claimable())
         .values(
             status=P.RUNNING.value,
             attempts=StagePart.attempts + 1,
