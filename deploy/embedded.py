@@ -25,6 +25,7 @@ from shared.logging import setup_logging
 from shared.outbox import Relay
 from shared.queue import Publisher
 from shared.settings import Settings
+from shared.startup_heap import freeze_startup_heap
 
 logger = logging.getLogger("embedded")
 
@@ -66,6 +67,7 @@ def main() -> None:
     logger.info(
         "serving on http://%s:%s (%s worker threads)", settings.host, settings.port, settings.worker_threads
     )
+    freeze_startup_heap()
     try:
         limit_streams_per_process(app, STREAM_SLOTS)
         # A large body is read only once the gateway's key and limit checks let it in.

@@ -68,8 +68,11 @@ def post_worker_init(worker: object) -> None:
     import gevent
 
     from shared import outbox
+    from shared.startup_heap import freeze_startup_heap
 
     outbox.publish_in_background(gevent.spawn)
+    # The app and its libraries live as long as the worker: full collections skip them.
+    freeze_startup_heap()
 
 
 def child_exit(server: object, worker: object) -> None:

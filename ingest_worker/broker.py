@@ -23,6 +23,7 @@ from ingest_worker.middleware.log_context import LogContext
 from ingest_worker.middleware.outbox_relay import OutboxRelay
 from ingest_worker.middleware.pipeline_halt import PipelineHalt
 from ingest_worker.middleware.stage_metrics import StageMetrics
+from ingest_worker.middleware.startup_heap import FrozenStartupHeap
 from ingest_worker.middleware.tenant_concurrency import LocalSlots, RedisSlots, SlotStore, TenantConcurrency
 from ingest_worker.ocr.language_check import check_ocr_languages
 from ingest_worker.reindex.version_purge import VersionPurge
@@ -159,6 +160,7 @@ def get_broker() -> Broker:
     broker = setup_broker(settings, metrics_port=settings.metrics_port)
     # A pool's worker process opens the vector store as it boots, not on its first index job.
     broker.add_middleware(VectorWarmUp(lambda: current(settings)))
+    broker.add_middleware(FrozenStartupHeap())
     return broker
 
 

@@ -25,6 +25,7 @@ from shared.models import Job, OutboxMessage
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
+from shared.startup_heap import freeze_startup_heap
 from shared.vectorstore import VectorStore, open_vector_store
 
 logger = logging.getLogger(__name__)
@@ -116,6 +117,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: loop.stop())
     signal.signal(signal.SIGINT, lambda *_: loop.stop())
     logger.info("maintenance loop running every %ss", settings.maintenance_interval_s)
+    freeze_startup_heap()
     loop.run_forever()
 
 

@@ -15,11 +15,14 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.orm import Session, sessionmaker
 
 from shared.settings import Settings
+from shared.sqlite_turns import TurnTakingConnection, begin_immediate
 
 T = TypeVar("T")
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # A pooled connection that sat unused this long is pinged before it is handed out (see _ping_idle).
 PING_IDLE_S = 5.0
+# How long a SQLite transaction waits for the database's write lock before "database is locked".
+SQLITE_TIMEOUT_S = 30.0
 
 
 def make_engine(url: str, *, ping_every_checkout: bool = True) -> Engine:
@@ -29,7 +32,14 @@ def make_engine(url: str, *, ping_every_checkout: bool = True) -> Engine:
         path = url.split("///", 1)[-1]
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        engine = create_engine(
+            url,
+            connect_args={
+                "timeout": SQLITE_TIMEOUT_S,
+                "check_same_thread": False,
+                "factory": TurnTakingConnection,
+            },
+        )
         _configure_sqlite(engine)
         return engine
     if ping_every_checkout:
@@ -66,19 +76,19 @@ def _ping_idle(engine: Engine) -> None:
 
 def _configure_sqlite(engine: Engine) -> None:
     # pysqlite's own transaction handling starts transactions late and cannot upgrade a reader
-    # to a writer under contention; take the write lock at BEGIN instead (SQLAlchemy's recipe).
+    # to a writer under contention; take the write lock at BEGIN instead (SQLAlchemy's recipe),
+    # waiting for it as shared/sqlite_turns.py does rather than in SQLite's sleeping busy handler.
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        begin_immediate(conn.connection.dbapi_connection, SQLITE_TIMEOUT_S)
 
 
 def make_session_factory(engine: Engine) -> sessionmaker[Session]:

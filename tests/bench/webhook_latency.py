@@ -3,7 +3,8 @@
     python -m tests.bench.webhook_latency [--rounds 10]
 
 The embedded topology in this process (tests/inprocess.py: gateway, worker threads, webhook threads
-and the maintenance loop at its default interval, SQLite), and a local receiver that verifies each
+and the maintenance loop at its default interval, SQLite, its start-up heap frozen as deploy/embedded.py
+freezes it), and a local receiver that verifies each
 signature and notes when the request arrived. After one round to warm up, each round uploads a small
 text PDF with a callback to the receiver, waits until the job's webhooks are in, then rests, so every
 event meets an idle service (the machine's load average is reported beside the figures). An event's
@@ -28,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from shared.settings import Settings
+from shared.startup_heap import freeze_startup_heap
 from shared.tenants import create_tenant
 from tests.conftest import MODEL_CACHE_DIR, auth
 from tests.fakes import FAKE_EMBEDDER
@@ -86,6 +88,7 @@ def measure_webhook_latency(rounds: int = 10) -> WebhookLatency:
             with service.resources.db.transaction() as session:
                 tenant, key = create_tenant(session, "bench")
                 hook.secrets.append(str(tenant.webhook_secret))
+            freeze_startup_heap()  # as deploy/embedded.py does once it has started
             client = service.app.test_client()
             # One round more than measured: the first warms the service up (imports, connections).
             measured: set[str] = set()
