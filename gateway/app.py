@@ -72,8 +72,7 @@ def create_app(
     app = Flask(__name__)
     # Werkzeug refuses a larger body with 413 before it is read, and stops reading a chunked
     # body at this size. An upload replaces it with its caller's own limit (request_checks.limit_body),
-    # after the key, and reads its body itself, streaming each file to storage (upload_form.py);
-    # another form's file parts beyond 1 MiB are spooled to disk (request_checks.py).
+    # after the key, and reads its body itself, streaming each file to storage (upload_form.py).
     app.config["MAX_CONTENT_LENGTH"] = settings.max_upload_bytes + request_checks.MULTIPART_OVERHEAD_BYTES
     app.config.update(
         API_TITLE="PDF ingestion service",

@@ -1,32 +1,20 @@
-"""Checks every request passes before a view runs: ids that fit the database, no NUL characters, and
-a form that reports too many parts as its own fault; and the caller's body limit, checked before the
-body is read."""
+"""Checks every request passes before a view runs: ids that fit the database and no NUL characters;
+and the caller's body limit, checked before the body is read. An upload's form is read by
+gateway/upload_form.py, which reports its own faults (too many parts among them)."""
 
 from __future__ import annotations
 
-from tempfile import SpooledTemporaryFile
-from typing import IO, Any
+from typing import Any
 
-from flask import Flask, Request, request
-from werkzeug.exceptions import RequestEntityTooLarge
-from werkzeug.formparser import FormDataParser, MultiPartParser
+from flask import Flask, request
 from werkzeug.routing import IntegerConverter
-from werkzeug.sansio.multipart import MultipartDecoder
 
-from shared.errors import InvalidRequestError, TooManyFormPartsError, UploadTooLargeError
+from shared.errors import InvalidRequestError, UploadTooLargeError
 
 # The largest id either database stores (a signed 64-bit integer).
 MAX_ID = 2**63 - 1
 # Multipart framing around the files: the request may exceed the upload limit by this much.
 MULTIPART_OVERHEAD_BYTES = 64 * 1024
-# How much of a multipart body the parser asks the server for at once. Werkzeug's 64 KiB means some
-# sixteen reads per megabyte, each of which costs the server a copy of what it has buffered ahead.
-# Werkzeug refuses a single read over its form memory limit (500 KB by default), so stay below it.
-FORM_READ_BYTES = 256 * 1024
-# In a form parsed by Werkzeug (not an upload's: gateway/upload_form.py reads that), a file part up
-# to this size stays in memory; a larger one goes to a temporary file as it arrives (Werkzeug's own
-# threshold is 500 KB, which sends a typical PDF to disk and back).
-FILE_IN_MEMORY_BYTES = 1024 * 1024
 
 
 class IdConverter(IntegerConverter):
@@ -36,64 +24,6 @@ class IdConverter(IntegerConverter):
     def __init__(self, map: Any, *args: Any, **kwargs: Any) -> None:  # noqa: A002 (werkzeug's name)
         kwargs.setdefault("max", MAX_ID)
         super().__init__(map, *args, **kwargs)
-
-
-def _too_many_parts(error: RequestEntityTooLarge) -> bool:
-    # Werkzeug raises the same RequestEntityTooLarge for a body, a field and a part count over its
-    # limits; the part count is the one raised by the decoder with its count over the limit.
-    traceback = error.__traceback__
-    while traceback is not None and traceback.tb_next is not None:
-        traceback = traceback.tb_next
-    decoder = traceback.tb_frame.f_locals.get("self") if traceback is not None else None
-    return (
-        isinstance(decoder, MultipartDecoder)
-        and decoder.max_parts is not None
-        and decoder._parts_decoded > decoder.max_parts
-    )
-
-
-class GatewayFormDataParser(FormDataParser):
-    """Werkzeug's form parser, reading a multipart body in FORM_READ_BYTES pieces."""
-
-    def _parse_multipart(
-        self, stream: Any, mimetype: str, content_length: int | None, options: dict[str, str]
-    ) -> Any:
-        parser = MultiPartParser(
-            stream_factory=self.stream_factory,
-            max_form_memory_size=self.max_form_memory_size,
-            max_form_parts=self.max_form_parts,
-            cls=self.cls,
-            buffer_size=FORM_READ_BYTES,
-        )
-        boundary = options.get("boundary", "").encode("ascii")
-        if not boundary:
-            raise ValueError("Missing boundary")
-        form, files = parser.parse(stream, boundary, content_length)
-        return stream, form, files
-
-
-class GatewayRequest(Request):
-    """Flask's request, reporting more form parts than MAX_FORM_PARTS as `too_many_form_parts`, and
-    reading multipart bodies in large pieces."""
-
-    form_data_parser_class = GatewayFormDataParser
-
-    def _get_file_stream(
-        self,
-        total_content_length: int | None,
-        content_type: str | None,
-        filename: str | None = None,
-        content_length: int | None = None,
-    ) -> IO[bytes]:
-        return SpooledTemporaryFile(max_size=FILE_IN_MEMORY_BYTES, mode="rb+")
-
-    def _load_form_data(self) -> None:
-        try:
-            super()._load_form_data()
-        except RequestEntityTooLarge as error:
-            if _too_many_parts(error):
-                raise TooManyFormPartsError() from None
-            raise
 
 
 def refuse_nul() -> None:
@@ -114,7 +44,6 @@ def limit_body(limit_mb: int) -> None:
 
 
 def install(app: Flask) -> None:
-    """Bounded integer ids, the NUL check and the form-part report (before blueprints register)."""
+    """Bounded integer ids and the NUL check (before blueprints register)."""
     app.url_map.converters["int"] = IdConverter
-    app.request_class = GatewayRequest
     app.before_request(refuse_nul)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from collections.abc import Callable
 from functools import cache
 
@@ -26,9 +27,15 @@ from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.startup_heap import freeze_startup_heap
+from shared.storage import LocalStorage
 from shared.vectorstore import VectorStore, open_vector_store
 
 logger = logging.getLogger(__name__)
+
+# Local storage is searched this often for a stopped process's unfinished upload files, and those
+# older than PARTIALS_OLDER_THAN_S (far longer than any upload's request) are removed.
+PARTIALS_EVERY_S = 3600.0
+PARTIALS_OLDER_THAN_S = 6 * 3600.0
 
 
 class MaintenanceLoop:
@@ -52,6 +59,9 @@ class MaintenanceLoop:
         self.interval_s = settings.maintenance_interval_s
         self.epoch = BrokerEpoch(relay.publisher.broker, settings.broker_namespace)
         self.stopped = threading.Event()
+        local = settings.storage_backend == "local"
+        self.local_storage = LocalStorage(settings.effective_storage_dir) if local else None
+        self._partials_due = 0.0
 
     def run_once(self) -> None:
         broker_lost = self.epoch.lost()
@@ -64,6 +74,16 @@ class MaintenanceLoop:
         published = self.relay.publish_pending()
         if published:
             logger.info("relay published %s outbox row(s)", published)
+        self._sweep_partials()
+
+    def _sweep_partials(self) -> None:
+        """Now and then, the temporary files of local uploads whose process died mid-write."""
+        if self.local_storage is None or time.monotonic() < self._partials_due:
+            return
+        self._partials_due = time.monotonic() + PARTIALS_EVERY_S
+        removed = self.local_storage.sweep_partials(PARTIALS_OLDER_THAN_S)
+        if removed:
+            logger.warning("removed %s unfinished upload file(s) left by a stopped process", removed)
 
     def run_forever(self) -> None:
         while not self.stopped.is_set():

@@ -6,10 +6,12 @@ translate their vendor errors into `StorageUnavailableError` / `ObjectNotFoundEr
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, BinaryIO, Protocol
 
@@ -19,6 +21,8 @@ from shared.settings import Settings
 COPY_BUFFER_BYTES = 1024 * 1024
 # The pieces `stream` yields: small enough that a download holds little, large enough to be cheap.
 STREAM_CHUNK_BYTES = 256 * 1024
+# A local writer's temporary file, beside its object until it is renamed over it.
+PARTIAL_PREFIX = ".partial-"
 
 
 class ObjectWriter(Protocol):
@@ -90,19 +94,20 @@ class LocalStorage:
         return LocalObjectWriter(path)
 
     def put_file(self, key: str, fileobj: BinaryIO, size: int | None = None) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Write beside the target and rename, so a reader never sees half an object.
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
-            shutil.copyfileobj(fileobj, tmp, COPY_BUFFER_BYTES)
-        os.replace(tmp.name, path)
+        self._put(key, iter(functools.partial(fileobj.read, COPY_BUFFER_BYTES), b""))
 
     def put_bytes(self, key: str, data: bytes) -> None:
-        path = self._path(key)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as tmp:
-            tmp.write(data)
-        os.replace(tmp.name, path)
+        self._put(key, [data])
+
+    def _put(self, key: str, pieces: Iterable[bytes]) -> None:
+        writer = self.writer(key)
+        try:
+            for piece in pieces:
+                writer.write(piece)
+        except BaseException:
+            writer.abort()
+            raise
+        writer.commit()
 
     def get_bytes(self, key: str) -> bytes:
         try:
@@ -144,6 +149,20 @@ class LocalStorage:
         if not os.access(self.root, os.W_OK):
             raise StorageUnavailableError()
 
+    def sweep_partials(self, older_than_s: float) -> int:
+        """Remove the temporary files of writers that never committed or aborted (a process killed
+        mid-upload) once they are older than `older_than_s`; returns how many."""
+        cutoff = time.time() - older_than_s
+        removed = 0
+        for path in self.root.rglob(f"{PARTIAL_PREFIX}*"):
+            try:
+                if path.is_file() and path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except FileNotFoundError:
+                continue  # committed or aborted meanwhile
+        return removed
+
 
 class LocalObjectWriter:
     """A temporary file beside the target, renamed over it on commit (a reader never sees half an
@@ -152,7 +171,9 @@ class LocalObjectWriter:
     def __init__(self, path: Path) -> None:
         self._path = path
         # Open across calls until commit or abort, so no context manager.
-        self._tmp: IO[bytes] | None = tempfile.NamedTemporaryFile(dir=path.parent, delete=False)  # noqa: SIM115
+        self._tmp: IO[bytes] | None = tempfile.NamedTemporaryFile(  # noqa: SIM115
+            dir=path.parent, prefix=PARTIAL_PREFIX, delete=False
+        )
 
     def write(self, data: bytes) -> None:
         assert self._tmp is not None, "write after commit or abort"

@@ -105,6 +105,49 @@ def test_a_committed_writer_replaces_an_existing_object(storage: ObjectStorage) 
     assert storage.get_bytes("documents/t/doc.pdf") == b"new"
 
 
+class FailingStream:
+    """A readable stream whose second read fails, as a client that hangs up mid-upload."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+
+    def read(self, size: int = -1) -> bytes:
+        self.reads += 1
+        if self.reads > 1:
+            raise OSError("connection reset")
+        return b"%PDF-1.7 first piece"
+
+
+def test_put_file_whose_stream_fails_leaves_no_object_and_nothing_unfinished(storage: ObjectStorage) -> None:
+    with pytest.raises(OSError, match="connection reset"):
+        storage.put_file("documents/t/cut.pdf", FailingStream())  # type: ignore[arg-type]
+    assert storage.exists("documents/t/cut.pdf") is False
+    assert leftovers(storage) == []
+
+
+def test_unfinished_local_uploads_are_swept_once_old_and_others_kept(tmp_path: Path) -> None:
+    # Given an object, a writer still writing, and a writer whose process died hours ago
+    storage = LocalStorage(str(tmp_path / "objects"))
+    storage.put_bytes("documents/t/kept.pdf", b"%PDF-1.7 kept")
+    live = storage.writer("documents/t/live.pdf")
+    live.write(b"%PDF-1.7 arriving")
+    dead = storage.writer("documents/u/dead.pdf")
+    dead.write(b"%PDF-1.7 never finished")
+    [dead_file] = (storage.root / "documents" / "u").iterdir()
+    seven_hours_ago = dead_file.stat().st_mtime - 7 * 3600
+    os.utime(dead_file, (seven_hours_ago, seven_hours_ago))
+    # When partial files older than six hours are swept
+    removed = storage.sweep_partials(6 * 3600)
+    # Then only the dead writer's file is gone: the object stays, and the live writer still commits
+    assert removed == 1
+    assert not dead_file.exists()
+    live.write(b" and done")
+    live.commit()
+    assert storage.get_bytes("documents/t/live.pdf") == b"%PDF-1.7 arriving and done"
+    assert storage.get_bytes("documents/t/kept.pdf") == b"%PDF-1.7 kept"
+    assert leftovers(storage, "documents/t/kept.pdf", "documents/t/live.pdf") == []
+
+
 # --- Part buffering, on a fake sink ------------------------------------------------------------
 
 
