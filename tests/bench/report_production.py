@@ -41,8 +41,8 @@ def accept_section(result: accept_path.AcceptPath) -> str:
         + _backlog_part(result)
         + f"\n\nTarget: at least {ACCEPT_SHARE:.0%} of the raw loop's throughput at every level: "
         f"{_verdict(min(shares) >= ACCEPT_SHARE)} (lowest {min(shares):.0%}). What the gateway adds to "
-        "the raw operations: the HTTP request and its multipart parsing (Werkzeug spools the file part, "
-        "read again to hash it and once more to store it), the API key lookup, and one transaction (the "
+        "the raw operations: the HTTP request and its multipart parsing (one pass: the file part is hashed "
+        "and checked as it streams to storage), the API key lookup, and one transaction (the "
         "tenant share-locked, the duplicate lookup, the rows, the outbox row's claim, the quota counters); "
         "the publish and its mark run after the commit, from a greenlet of their own."
     )
