@@ -31,7 +31,7 @@ from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.storage import make_storage
-from shared.vectorstore import VectorStore
+from shared.vectorstores import VectorStore
 
 PROBLEM_JSON = "application/problem+json"
 BEARER = {"type": "http", "scheme": "bearer", "description": "an API key: Authorization: Bearer <key>"}

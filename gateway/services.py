@@ -13,7 +13,7 @@ from shared.errors import SearchUnavailableError
 from shared.outbox import Relay
 from shared.settings import Settings
 from shared.storage import ObjectStorage
-from shared.vectorstore import VectorStore, open_vector_store
+from shared.vectorstores import VectorStore, open_vector_store
 
 
 class Services:

@@ -28,7 +28,7 @@ from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.startup_heap import freeze_startup_heap
 from shared.storage import LocalStorage
-from shared.vectorstore import VectorStore, open_vector_store
+from shared.vectorstores import VectorStore, open_vector_store
 
 logger = logging.getLogger(__name__)
 

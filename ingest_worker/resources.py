@@ -13,7 +13,7 @@ from shared.db import Database
 from shared.embedders import Embedder, Embedders, make_embedder
 from shared.settings import Settings
 from shared.storage import ObjectStorage, make_storage
-from shared.vectorstore import VectorStore, open_vector_store
+from shared.vectorstores import VectorStore, open_vector_store
 
 
 class Resources:

@@ -110,7 +110,7 @@ def build_target(app_settings: Settings) -> Target:
     from shared.errors import PermanentError
     from shared.queue import Publisher, make_broker
     from shared.tenants import create_tenant
-    from shared.vectorstore import QdrantClientStore
+    from shared.vectorstores import QdrantClientStore
     from tests.conftest import admin_key, tenant_key
     from tests.databases import migrate_database
 

@@ -22,7 +22,7 @@ from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from shared.vectorstore import open_vector_store
+from shared.vectorstores import open_vector_store
 from tests.pdfs import text_pdf
 from tests.test_outbox import closed_port
 

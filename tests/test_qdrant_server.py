@@ -12,7 +12,7 @@ import pytest
 from shared import sparse
 from shared.search_filter import SearchFilter
 from shared.settings import Settings
-from shared.vectorstore import QdrantClientStore, open_vector_store
+from shared.vectorstores import QdrantClientStore, open_vector_store
 
 QDRANT_URL = os.environ.get("INGEST_QDRANT_URL", "")
 pytestmark = pytest.mark.skipif(not QDRANT_URL, reason="needs a Qdrant server: set INGEST_QDRANT_URL")

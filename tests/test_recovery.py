@@ -26,7 +26,7 @@ from shared.models import Job, JobStage, OutboxMessage, utcnow
 from shared.outbox import Relay
 from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings, child_environment
-from shared.vectorstore import open_vector_store
+from shared.vectorstores import open_vector_store
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
 from tests.databases import migrate_database
 from tests.inprocess import create_document_job, in_process_service

@@ -16,7 +16,7 @@ from shared import reindex as reindexes
 from shared.models import Job, JobKind, JobStage
 from shared.queue import QUEUE_BULK_INDEX
 from shared.settings import Settings
-from shared.vectorstore import hybrid_collection_name
+from shared.vectorstores import hybrid_collection_name
 from tests.fakes import FakeEmbedder
 from tests.inprocess import in_process_service
 from tests.openai_server import OpenAIServer

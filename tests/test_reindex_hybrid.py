@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from shared.models import Job, JobKind, JobStage
 from shared.settings import Settings
-from shared.vectorstore import collection_name
+from shared.vectorstores import collection_name
 from tests.fakes import FakeEmbedder
 from tests.inprocess import in_process_service
 from tests.reindexing import (

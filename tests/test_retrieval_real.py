@@ -23,7 +23,7 @@ from qdrant_client import QdrantClient
 from ingest_worker.stages.index import PointOrigin, index_points, sparse_vectors
 from shared.artifacts import Chunk
 from shared.sparse import query_vector
-from shared.vectorstore import QdrantClientStore, VectorStore
+from shared.vectorstores import QdrantClientStore, VectorStore
 from tests.stages.test_real_documents import MANIFEST, _embedder, _result
 from tests.text_metrics import squash_whitespace
 

@@ -13,7 +13,7 @@ from ingest_worker import warm_up
 from ingest_worker.resources import Resources
 from shared.embedders import model_spec
 from shared.settings import Settings
-from shared.vectorstore import EdgeStore, QdrantClientStore, VectorStore, open_vector_store
+from shared.vectorstores import EdgeStore, QdrantClientStore, VectorStore, open_vector_store
 from shared.vectorstores.protocol import collection_name
 from tests.vectorstore_corpus import write_corpus
 

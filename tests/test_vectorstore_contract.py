@@ -16,7 +16,7 @@ from qdrant_client import QdrantClient
 from shared.search_filter import MetadataCondition, SearchFilter
 from shared.settings import Settings
 from shared.sparse import document_vector, query_vector
-from shared.vectorstore import (
+from shared.vectorstores import (
     EdgeStore,
     QdrantClientStore,
     VectorStore,

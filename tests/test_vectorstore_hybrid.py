@@ -14,7 +14,7 @@ from qdrant_client import QdrantClient, models
 from shared.errors import ConflictError
 from shared.search_filter import MetadataCondition, SearchFilter
 from shared.sparse import document_vector, query_vector
-from shared.vectorstore import QdrantClientStore, collection_name
+from shared.vectorstores import QdrantClientStore, collection_name
 
 A, B = "tenant-a", "tenant-b"
 DIM = 4

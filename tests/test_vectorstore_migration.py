@@ -15,7 +15,7 @@ from qdrant_client import QdrantClient, models
 from ingest_worker import cli
 from shared.settings import Settings
 from shared.sparse import query_vector
-from shared.vectorstore import EdgeStore, QdrantClientStore, StoredPoint, VectorStore, open_vector_store
+from shared.vectorstores import EdgeStore, QdrantClientStore, StoredPoint, VectorStore, open_vector_store
 from shared.vectorstores.migration import CHECKPOINT, migrate_local_mode
 from tests.fakes import FakeEmbedder
 

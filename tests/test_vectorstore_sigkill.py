@@ -23,7 +23,7 @@ from shared.db import Database, migrate
 from shared.models import Job, JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from shared.vectorstore import EdgeStore, open_vector_store
+from shared.vectorstores import EdgeStore, open_vector_store
 from tests.fakes import FAKE_EMBEDDER
 from tests.pdfs import text_pdf
 

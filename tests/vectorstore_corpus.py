@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from shared.sparse import document_vector, term_index, tokens
-from shared.vectorstore import VectorStore
+from shared.vectorstores import VectorStore
 
 WORDS = [
     "harbor",

@@ -15,7 +15,7 @@ from shared import sparse
 from shared.models import Tenant
 from shared.search_filter import MetadataCondition, SearchFilter
 from shared.settings import Settings
-from shared.vectorstore import Hit
+from shared.vectorstores import Hit
 
 blp = Blueprint("search", __name__, description="Search the tenant's documents")
 

@@ -3,12 +3,12 @@
 Each part is a row claimed with a compare-and-set, so a part that is done is never redone and a
 delivery of a part that is running is dropped. A running part whose lease expired (its worker was
 lost) is not taken by a delivery either: the sweeper gives it back, counts the recovery towards
-dead-lettering and publishes it again, whichever way the broker brought the message back. The stage's row in
-`job_stages` carries a counter: finishing a part increments it in the same transaction that marks
-the part done, and the increment that reaches the number of parts belongs to the last part, exactly
-once: concurrent finishers serialise on that one row (a row lock on PostgreSQL, the database lock
-on SQLite) and a redelivered part finds itself done and increments nothing. Functions take the
-caller's session and never commit.
+dead-lettering and publishes it again, whichever way the broker brought the message back. The
+stage's row in `job_stages` carries a counter: finishing a part increments it in the same
+transaction that marks the part done, and the increment that reaches the number of parts belongs
+to the last part, exactly once: concurrent finishers serialise on that one row (a row lock on
+PostgreSQL, the database lock on SQLite) and a redelivered part finds itself done and increments
+nothing. Functions take the caller's session and never commit.
 """
 
 from __future__ import annotations

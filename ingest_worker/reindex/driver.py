@@ -15,7 +15,7 @@ from sqlalchemy import select
 from shared import reindex as reindexes
 from shared.db import Database
 from shared.models import Reindex, ReindexStatus, Tenant, utcnow
-from shared.vectorstore import VectorStore
+from shared.vectorstores import VectorStore
 
 logger = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import numpy as np
 from qdrant_client import QdrantClient
 
 from shared.sparse import document_vector, query_vector
-from shared.vectorstore import QdrantClientStore
+from shared.vectorstores import QdrantClientStore
 
 DIMENSION = 384
 VOCABULARY = 20_000

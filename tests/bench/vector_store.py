@@ -34,7 +34,7 @@ import numpy as np
 from qdrant_client import QdrantClient
 
 from shared.sparse import document_vector, query_vector
-from shared.vectorstore import EdgeStore, QdrantClientStore, VectorStore
+from shared.vectorstores import EdgeStore, QdrantClientStore, VectorStore
 from tests.bench.vector_store_report import Phase, StoreRun, VectorBench, vector_section
 
 DIMENSION, VOCABULARY, CHUNK_WORDS, BATCH = 384, 20_000, 150, 256

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import select
 
 from shared.models import Job
-from shared.vectorstore import open_vector_store
+from shared.vectorstores import open_vector_store
 from tests.chaos.cluster import INDEX, Cluster
 
 FINAL = {"completed", "failed", "dead_lettered", "cancelled"}
