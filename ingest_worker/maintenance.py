@@ -33,8 +33,10 @@ from shared.vectorstores import VectorStore, open_vector_store
 logger = logging.getLogger(__name__)
 
 # Local storage is searched this often for a stopped process's unfinished upload files, and those
-# older than PARTIALS_OLDER_THAN_S (far longer than any upload's request) are removed.
+# older than PARTIALS_OLDER_THAN_S (far longer than any upload's request) are removed. The first
+# search waits PARTIALS_FIRST_S, so it is not part of a start (it walks the whole storage folder).
 PARTIALS_EVERY_S = 3600.0
+PARTIALS_FIRST_S = 60.0
 PARTIALS_OLDER_THAN_S = 6 * 3600.0
 
 
@@ -61,7 +63,7 @@ class MaintenanceLoop:
         self.stopped = threading.Event()
         local = settings.storage_backend == "local"
         self.local_storage = LocalStorage(settings.effective_storage_dir) if local else None
-        self._partials_due = 0.0
+        self._partials_due = time.monotonic() + PARTIALS_FIRST_S
 
     def run_once(self) -> None:
         broker_lost = self.epoch.lost()

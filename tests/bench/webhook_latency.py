@@ -3,11 +3,11 @@
     python -m tests.bench.webhook_latency [--rounds 10]
 
 The embedded topology in this process (tests/inprocess.py: gateway, worker threads, webhook threads
-and the maintenance loop at its default interval, SQLite, its start-up heap frozen as deploy/embedded.py
-freezes it), and a local receiver that verifies each
-signature and notes when the request arrived. After one round to warm up, each round uploads a small
-text PDF with a callback to the receiver, waits until the job's webhooks are in, then rests, so every
-event meets an idle service (the machine's load average is reported beside the figures). An event's
+and the maintenance loop at its default interval, SQLite, the start-up heap frozen as
+deploy/embedded.py freezes it), and a local receiver that verifies each signature and notes when
+the request arrived. After one round to warm up, each round uploads a small text PDF with a
+callback to the receiver, waits until the job's webhooks are in, then rests, so every event meets
+an idle service (the machine's load average is reported beside the figures). An event's
 latency is its arrival at the receiver minus its `timestamp` (the job's `updated_at`, written in the
 transaction that commits the event, so the figure slightly overstates commit → received).
 `job.queued` is committed by the gateway, `job.started` and `job.completed` by the workers;
