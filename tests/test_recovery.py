@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +60,9 @@ def job_status(db: Database, job_id: str) -> tuple[str, str | None]:
 
 
 def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
-    # Given an embedded service whose maintenance loop resumes hand-offs stalled for a second
-    settings = settings.replace(handoff_stall_s=1, maintenance_interval_s=0.2)
+    # Given an embedded service whose maintenance loop resumes hand-offs stalled for 30 s (a window no
+    # healthy hand-off comes near, even on a loaded machine)
+    settings = settings.replace(handoff_stall_s=30, maintenance_interval_s=0.2)
     with in_process_service(settings, worker=False) as service:
         res = service.resources
         _, job_id = create_document_job(res, text_pdf(["A hand-off that was lost. " * 30]))
@@ -72,6 +74,10 @@ def test_a_lost_hand_off_between_stages_is_resumed(settings: Settings) -> None:
         with res.db.transaction() as session:  # the first message counts as delivered
             for row in session.scalars(select(OutboxMessage).where(OutboxMessage.job_id == job_id)):
                 row.published_at = utcnow()
+            # and the stage finished a minute ago, with no hand-off since
+            job = session.get(Job, job_id)
+            assert job is not None and job.handed_on_at is None
+            job.updated_at = utcnow() - timedelta(seconds=60)
     with in_process_service(settings, maintenance=True) as service:
         # Then the sweeper resumes it from the next stage and it completes
         wait_for(
