@@ -13,6 +13,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from deploy.body_gate import upload_gate
+from deploy.malloc_tuning import keep_freed_buffers
 from deploy.waitress_server import make_server
 from gateway.api.events import limit_streams_per_process
 from gateway.app import create_app
@@ -41,6 +42,8 @@ SERVER_OPTIONS = {"connection_limit": 1000, "asyncore_use_poll": True, "channel_
 def main() -> None:
     settings = Settings.from_env()
     setup_logging(settings)
+    # Before any thread starts: an upload's buffers are reused, not faulted in again.
+    keep_freed_buffers()
     migrate(settings.effective_database_url)
     broker = setup_broker(settings)
     resources = Resources(settings)

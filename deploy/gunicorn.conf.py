@@ -4,9 +4,13 @@ import time
 from typing import Any
 
 from deploy import lingering
+from deploy.malloc_tuning import keep_freed_buffers
 from shared.settings import Settings
 
 _settings = Settings.from_env()
+# In the master, so every worker it forks inherits it: an upload's buffers are reused from one
+# request to the next instead of being faulted in again (deploy/malloc_tuning.py).
+keep_freed_buffers()
 
 bind = f"{_settings.host}:{_settings.port}"
 workers = _settings.gateway_workers
