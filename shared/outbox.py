@@ -5,13 +5,11 @@ sweep for whatever that left.
 `add_message` writes a stage message in the caller's transaction; `shared.webhooks.add_deliveries`
 writes deliveries the same way. Once a relay is attached to a session factory (`Relay.attach`: the
 gateway, the workers and the maintenance loop each attach theirs), a commit that added outbox rows
-hands them to the relay at once: the fast path, wherever a job event is written. The stage rows a
-transaction adds are claimed in that transaction, just before it commits (one statement that also
-reads the lane), so the fast path only sends and marks them. `Relay.publish_pending`
-is the sweep the maintenance loop runs: rows whose fast path failed (broker down, process killed
-between commit and publish) and rows due later (a webhook's retry). Each row kind (shared/stage_messages.py,
-`shared.webhooks.WebhookDeliveries`) claims its rows by a compare-and-set, so two relays never publish
-the same row at once. Delivery stays at least once, which the idempotent consumers absorb.
+hands them to the relay at once (the fast path); its stage rows are claimed in it, before it commits,
+so the fast path only sends and marks them. `Relay.publish_pending` is the maintenance loop's sweep:
+rows whose fast path failed (broker down, process killed after the commit) and rows due later (a
+webhook's retry). Each row kind (shared/stage_messages.py, `WebhookDeliveries`) claims its rows by a
+compare-and-set, so two relays never publish one row at once; idempotent consumers absorb repeats.
 """
 
 from __future__ import annotations
@@ -32,7 +30,7 @@ from shared import job_counters
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
 from shared.models import OutboxMessage, Tenant, WebhookDelivery, utcnow
-from shared.outbox_marks import SentMarks
+from shared.outbox_marks import LINGER_S, SentMarks
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.stage_messages import CLAIM_S, StageMessages
@@ -113,7 +111,7 @@ class Relay:
         webhooks = WebhookDeliveries(publisher, republish_after_s=webhook_republish_after_s)
         self.stages = stages
         self.kinds: dict[str, RowKind] = {stages.name: stages, webhooks.name: webhooks}
-        self.marks = SentMarks(sessions)
+        self.marks = SentMarks(sessions, linger_s=LINGER_S if _spawn else 0.0)
         self._quiet_until = 0.0
 
     @classmethod
@@ -225,9 +223,11 @@ _spawn: Callable[[Callable[[], object]], object] | None = None
 def publish_in_background(spawn: Callable[[Callable[[], object]], object]) -> None:
     """Run each commit's fast path with `spawn` (e.g. `gevent.spawn`) instead of inline, so a request
     answers once its rows are committed without waiting for the broker. The rows are the hand-off:
-    if the process dies before its fast path runs, the sweep publishes them."""
+    if the process dies before its fast path runs, the sweep publishes them. Marks then linger."""
     global _spawn
     _spawn = spawn
+    for relay in list(_ATTACHED.values()):
+        relay.marks.linger_s = LINGER_S
 
 
 class _ThreadState(threading.local):

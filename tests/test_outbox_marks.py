@@ -79,3 +79,18 @@ def test_a_failed_mark_is_logged_and_the_next_marks_go_on(
     # And the next mark is made
     marks.add(kind, 2, None)
     assert kind.batches == [[2]]
+
+
+def test_a_lingering_mark_waits_for_the_rows_published_meanwhile() -> None:
+    # Given marks that linger (the fast path runs in tasks of its own)
+    marks = SentMarks(sessionmaker(create_engine("sqlite://")), linger_s=0.3)
+    kind = RecordingKind()
+    kind.hold_first.set()
+    # When three rows are published one after the other, each marked from a task of its own
+    tasks = [threading.Thread(target=marks.add, args=(kind, row_id, None)) for row_id in (1, 2, 3)]
+    for task in tasks:
+        task.start()
+    for task in tasks:
+        task.join(5)
+    # Then all three are marked in one transaction
+    assert kind.batches == [[1, 2, 3]]
