@@ -42,9 +42,13 @@ def make_engine(url: str, *, ping_every_checkout: bool = True) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
+    return _server_engine(url, ping_every_checkout=ping_every_checkout, pool_size=10, max_overflow=10)
+
+
+def _server_engine(url: str, *, ping_every_checkout: bool, **options: Any) -> Engine:
     if ping_every_checkout:
-        return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=10)
-    engine = create_engine(url, pool_size=10, max_overflow=10)
+        return create_engine(url, pool_pre_ping=True, **options)
+    engine = create_engine(url, **options)
     _ping_idle(engine)
     return engine
 
@@ -136,6 +140,19 @@ class Database:
         self.url = url
         self.engine = make_engine(url, ping_every_checkout=ping_every_checkout)
         self.sessions = make_session_factory(self.engine)
+        # Reads of one statement (the API key of each request) on connections in autocommit mode for
+        # good: switching a pooled connection to autocommit and back costs a round trip per read.
+        self._reads = (
+            None
+            if self.is_sqlite
+            else _server_engine(
+                url,
+                ping_every_checkout=ping_every_checkout,
+                isolation_level="AUTOCOMMIT",
+                pool_size=2,
+                max_overflow=8,
+            )
+        )
 
     @classmethod
     def from_settings(cls, settings: Settings, *, ping_every_checkout: bool = True) -> Database:
@@ -152,7 +169,8 @@ class Database:
             with self.engine.begin() as connection:
                 yield connection
             return
-        with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        assert self._reads is not None
+        with self._reads.connect() as connection:
             yield connection
 
     def reading(self, read: Callable[[Connection], T]) -> T:
