@@ -15,9 +15,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import Session
 
 from gateway.services import Services
 from shared import hot_locks, job_counters, operations, outbox
@@ -89,18 +88,6 @@ def fingerprint(
     return hashlib.sha256(json.dumps(request).encode()).hexdigest()
 
 
-def _live_documents(session: Session, tenant_id: str, digests: set[str]) -> dict[str, tuple[str, Job | None]]:
-    """The tenant's live documents with these digests: id and latest job, by digest."""
-    if not digests:
-        return {}
-    rows = session.execute(
-        select(Document.id, Document.sha256).where(
-            Document.tenant_id == tenant_id, Document.sha256.in_(digests), Document.deleted_at.is_(None)
-        )
-    ).all()
-    return {sha: (doc_id, latest_job_of_document(session, doc_id)) for doc_id, sha in rows}
-
-
 def accept(
     svc: Services,
     tenant_id: str,
@@ -164,8 +151,8 @@ def _accept_once(
     # One transaction for the lookup, the rows and the quotas: the tenant row share-locked first
     # (a reindex flip waits for these jobs), the counters written last (operations.reserve).
     with svc.db.transaction() as session:
-        tenant = operations.lock_tenant(session, tenant_id)
-        existing = _live_documents(session, tenant_id, {f.sha256 for f in valid})
+        tenant, found = operations.lock_tenant_finding(session, tenant_id, {f.sha256 for f in valid})
+        existing = {sha: (doc_id, latest_job_of_document(session, doc_id)) for sha, doc_id in found.items()}
         for item in valid:
             if item.sha256 in existing:
                 (forced if force else duplicates).append(item)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Table, and_, insert, select, update
+from sqlalchemy.exc import NoResultFound
 from sqlalchemy.orm import Session
 
 from shared import job_counters, job_events, job_stages, jobs, outbox
@@ -35,6 +36,24 @@ def lock_tenant(session: Session, tenant_id: str) -> Tenant:
     uploads of one tenant do not wait on each other here; `reserve` keeps their quotas apart."""
     stmt = select(Tenant).where(Tenant.id == tenant_id).with_for_update(read=True, key_share=True)
     return session.scalars(stmt).one()
+
+
+def lock_tenant_finding(session: Session, tenant_id: str, digests: set[str]) -> tuple[Tenant, dict[str, str]]:
+    """`lock_tenant`, and in the same statement (one round trip fewer on the hottest transaction) the
+    tenant's live documents with these digests, an upload's duplicates: their ids by digest."""
+    if not digests:
+        return lock_tenant(session, tenant_id), {}
+    found = and_(Document.tenant_id == Tenant.id, Document.sha256.in_(digests), Document.deleted_at.is_(None))
+    stmt = (
+        select(Tenant, Document.id, Document.sha256)
+        .outerjoin(Document, found)
+        .where(Tenant.id == tenant_id)
+        .with_for_update(read=True, key_share=True, of=Tenant)
+    )
+    rows = session.execute(stmt).all()
+    if not rows:
+        raise NoResultFound("No such tenant.")
+    return rows[0][0], {sha: document_id for _, document_id, sha in rows if document_id is not None}
 
 
 def reserve(session: Session, tenant: Tenant, settings: Settings) -> None:
