@@ -24,6 +24,7 @@ from shared.models import JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.pdfs import text_pdf
+from tests.ports import free_port_block
 from tests.test_outbox import closed_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.s3]
@@ -37,7 +38,8 @@ def topology_settings(production_settings: Settings) -> Settings:
     return production_settings.replace(
         embedder="local",
         port=closed_port(),
-        metrics_port=closed_port(),
+        # Pool i serves its metrics on metrics_port + i.
+        metrics_port=free_port_block(len(POOLS)),
         log_json=True,
         gateway_workers=1,
         worker_processes=1,

@@ -22,6 +22,10 @@ from shared.settings import Settings
 
 logger = logging.getLogger(__name__)
 
+# A port still held by the pool being replaced is free within seconds.
+BIND_ATTEMPTS = 20
+BIND_PAUSE_S = 0.5
+
 STAGE_OF_ACTOR = {
     actor_for(stage, lane): stage for stage in ACTOR_FOR_STAGE for lane in ("interactive", "backlog")
 }
@@ -81,10 +85,25 @@ class _Handler(BaseHTTPRequestHandler):
         logger.debug(format, *args)
 
 
+def _bound_server(host: str, port: int, attempts: int = BIND_ATTEMPTS) -> ThreadingHTTPServer:
+    """The exposition server on `host:port`, waiting a little for a port still held (a pool that
+    is being replaced); the pool's log says so if the port stays taken."""
+    for _ in range(attempts - 1):
+        try:
+            return ThreadingHTTPServer((host, port), _Handler)
+        except OSError:
+            time.sleep(BIND_PAUSE_S)
+    try:
+        return ThreadingHTTPServer((host, port), _Handler)
+    except OSError:
+        logger.exception("worker metrics cannot listen on %s:%s", host, port)
+        raise
+
+
 def serve() -> int:
     """The pool's exposition server (a process the `dramatiq` CLI forks): GET /metrics."""
     settings = Settings.from_env()
-    server = ThreadingHTTPServer((settings.host, settings.metrics_port), _Handler)
+    server = _bound_server(settings.host, settings.metrics_port)
     logger.info("worker metrics on http://%s:%s/metrics", settings.host, settings.metrics_port)
     try:
         server.serve_forever()
