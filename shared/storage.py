@@ -13,8 +13,9 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, BinaryIO, Protocol
+from typing import BinaryIO, Protocol
 
+from shared.direct_writes import DirectFileWriter
 from shared.errors import ObjectNotFoundError, StorageUnavailableError
 from shared.settings import Settings
 
@@ -166,30 +167,33 @@ class LocalStorage:
 
 class LocalObjectWriter:
     """A temporary file beside the target, renamed over it on commit (a reader never sees half an
-    object) and removed on abort."""
+    object) and removed on abort. Written past the page cache where it can be (shared/direct_writes.py)."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
-        # Open across calls until commit or abort, so no context manager.
-        self._tmp: IO[bytes] | None = tempfile.NamedTemporaryFile(  # noqa: SIM115
-            dir=path.parent, prefix=PARTIAL_PREFIX, delete=False
-        )
+        fd, name = tempfile.mkstemp(dir=path.parent, prefix=PARTIAL_PREFIX)
+        self._tmp_path = Path(name)
+        self._file: DirectFileWriter | None = DirectFileWriter(fd)
 
     def write(self, data: bytes) -> None:
-        assert self._tmp is not None, "write after commit or abort"
-        self._tmp.write(data)
+        assert self._file is not None, "write after commit or abort"
+        self._file.write(data)
 
     def commit(self) -> None:
-        assert self._tmp is not None, "commit after commit or abort"
-        tmp, self._tmp = self._tmp, None
-        tmp.close()
-        os.replace(tmp.name, self._path)
+        assert self._file is not None, "commit after commit or abort"
+        file, self._file = self._file, None
+        try:
+            file.close()
+        except BaseException:
+            self._tmp_path.unlink(missing_ok=True)
+            raise
+        os.replace(self._tmp_path, self._path)
 
     def abort(self) -> None:
-        if self._tmp is not None:
-            tmp, self._tmp = self._tmp, None
-            tmp.close()
-            Path(tmp.name).unlink(missing_ok=True)
+        if self._file is not None:
+            file, self._file = self._file, None
+            file.discard()
+            self._tmp_path.unlink(missing_ok=True)
 
 
 class PartSink(Protocol):
