@@ -15,11 +15,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert, update
+from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
 from gateway.services import Services
-from shared import hot_locks, job_counters, operations, outbox
+from shared import hot_locks, insert_batch, job_counters, operations, outbox
 from shared.errors import IngestError, InvalidRequestError
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
@@ -184,7 +184,7 @@ def _accept_once(
                 )
             )
         if rows:
-            session.execute(insert(Document.__table__), rows)
+            insert_batch.add(session, Document.__table__, rows)
             job_counters.note(session, tenant_id, stored_bytes=sum(f.size for f in new_files))
         if forced and (ocr_languages or metadata is not None):
             changes: dict[str, Any] = {"ocr_languages": ocr_languages} if ocr_languages else {}

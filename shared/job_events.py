@@ -6,10 +6,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import Table, insert
+from sqlalchemy import Table
 from sqlalchemy.orm import Session
 
-from shared import webhooks
+from shared import insert_batch, webhooks
 from shared.job_representation import iso_time, job_fields
 from shared.models import JobEvent, JobStatus
 
@@ -62,8 +62,9 @@ def record_events(session: Session, rows: Sequence[Mapping[str, Any]], event_typ
     """`record_event` for several jobs' rows at once: their events in one INSERT rather than through
     the ORM, and their webhook deliveries."""
     payloads = [{**job_fields(row), "timestamp": iso_time(row["updated_at"])} for row in rows]
-    session.execute(
-        insert(cast(Table, JobEvent.__table__)),
+    insert_batch.add(
+        session,
+        cast(Table, JobEvent.__table__),
         [
             {"job_id": row["id"], "tenant_id": row["tenant_id"], "seq": row["seq"], "type": event_type}
             | {"payload": payload}

@@ -7,13 +7,15 @@ written together.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, cast
 
-from sqlalchemy import Table, and_, insert, select, update
+from sqlalchemy import Select, Table, and_, bindparam, select, update
 from sqlalchemy.exc import NoResultFound
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.dml import ReturningUpdate
 
-from shared import job_counters, job_events, job_stages, jobs, outbox
+from shared import insert_batch, job_counters, job_events, job_stages, jobs, outbox
 from shared.errors import (
     ConflictError,
     StaleTransitionError,
@@ -43,17 +45,27 @@ def lock_tenant_finding(session: Session, tenant_id: str, digests: set[str]) -> 
     tenant's live documents with these digests, an upload's duplicates: their ids by digest."""
     if not digests:
         return lock_tenant(session, tenant_id), {}
-    found = and_(Document.tenant_id == Tenant.id, Document.sha256.in_(digests), Document.deleted_at.is_(None))
-    stmt = (
-        select(Tenant, Document.id, Document.sha256)
-        .outerjoin(Document, found)
-        .where(Tenant.id == tenant_id)
-        .with_for_update(read=True, key_share=True, of=Tenant)
-    )
-    rows = session.execute(stmt).all()
+    rows = session.execute(_tenant_finding(), {"tenant_id": tenant_id, "digests": sorted(digests)}).all()
     if not rows:
         raise NoResultFound("No such tenant.")
     return rows[0][0], {sha: document_id for _, document_id, sha in rows if document_id is not None}
+
+
+@functools.cache
+def _tenant_finding() -> Select[Tenant, str, str]:
+    # Built once: an upload's statements are the service's hottest, and building one costs more
+    # than SQLAlchemy's cached compilation of it.
+    found = and_(
+        Document.tenant_id == Tenant.id,
+        Document.sha256.in_(bindparam("digests", expanding=True)),
+        Document.deleted_at.is_(None),
+    )
+    return (
+        select(Tenant, Document.id, Document.sha256)
+        .outerjoin(Document, found)
+        .where(Tenant.id == bindparam("tenant_id"))
+        .with_for_update(read=True, key_share=True, of=Tenant)
+    )
 
 
 def reserve(session: Session, tenant: Tenant, settings: Settings) -> None:
@@ -68,24 +80,35 @@ def reserve(session: Session, tenant: Tenant, settings: Settings) -> None:
         return
     limit = tenant.max_active_jobs or settings.max_active_jobs
     storage_mb = tenant.max_storage_mb or settings.max_storage_mb
-    counters = cast(Table, Tenant.__table__).c
-    fits = []
-    if jobs > 0:
-        fits.append(counters.active_jobs + jobs <= limit)
-    if storage_mb and stored_bytes > 0:
-        fits.append(counters.stored_bytes + stored_bytes <= storage_mb * 1024 * 1024)
-    written = session.execute(
-        update(cast(Table, Tenant.__table__))
-        .where(counters.id == tenant.id, *fits)
-        .values(active_jobs=counters.active_jobs + jobs, stored_bytes=counters.stored_bytes + stored_bytes)
-        .returning(counters.id)
-    ).first()
-    if written is not None:
+    checks = (jobs > 0, bool(storage_mb and stored_bytes > 0))
+    values = {"tenant_id": tenant.id, "jobs": jobs, "stored_bytes": stored_bytes}
+    values |= {"job_limit": limit, "byte_limit": (storage_mb or 0) * 1024 * 1024}
+    if session.execute(_counters_update(*checks), values).first() is not None:
         return
     active = session.scalar(select(Tenant.active_jobs).where(Tenant.id == tenant.id)) or 0
     if jobs > 0 and active + jobs > limit:
         raise TooManyActiveJobsError(retry_after_s=settings.quota_retry_after_s)
     raise StorageQuotaExceededError()
+
+
+@functools.cache
+def _counters_update(check_jobs: bool, check_bytes: bool) -> ReturningUpdate[str]:
+    """The counters' UPDATE, refused (no row) beyond the limits it checks; built once per variant."""
+    counters = cast(Table, Tenant.__table__).c
+    fits = []
+    if check_jobs:
+        fits.append(counters.active_jobs + bindparam("jobs") <= bindparam("job_limit"))
+    if check_bytes:
+        fits.append(counters.stored_bytes + bindparam("stored_bytes") <= bindparam("byte_limit"))
+    return (
+        update(cast(Table, Tenant.__table__))
+        .where(counters.id == bindparam("tenant_id"), *fits)
+        .values(
+            active_jobs=counters.active_jobs + bindparam("jobs"),
+            stored_bytes=counters.stored_bytes + bindparam("stored_bytes"),
+        )
+        .returning(counters.id)
+    )
 
 
 def create_job(
@@ -143,7 +166,7 @@ def create_ingest_jobs(
     ]
     if not rows:
         return rows
-    session.execute(insert(cast(Table, Job.__table__)), rows)
+    insert_batch.add(session, cast(Table, Job.__table__), rows)
     job_events.record_events(session, rows, job_events.EVENT_FOR_STATUS[S.QUEUED])
     job_counters.note(session, tenant.id, jobs=len(rows))
     job_ids = [row["id"] for row in rows]

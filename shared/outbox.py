@@ -21,12 +21,12 @@ import time
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-from sqlalchemy import ColumnElement, event, insert, select, update
+from sqlalchemy import ColumnElement, Table, event, select, update
 from sqlalchemy.orm import Session, SessionTransaction, sessionmaker
 
-from shared import job_counters
+from shared import insert_batch, job_counters
 from shared.db import transaction
 from shared.errors import BrokerUnavailableError
 from shared.models import OutboxMessage, Tenant, WebhookDelivery, utcnow
@@ -83,9 +83,9 @@ def add_ingest_messages(session: Session, tenant: Tenant, job_ids: list[str], st
     claim = relay is not None and not relay.quiet()
     values = {"available_at": utcnow() + timedelta(seconds=CLAIM_S), "attempts": 1} if claim else {}
     rows = [{"job_id": job_id, "stage": stage, **values} for job_id in job_ids]
-    table = OutboxMessage.__table__
-    returning = insert(table).returning(table.c.id, sort_by_parameter_order=True)  # type: ignore[arg-type]
-    ids = list(session.scalars(returning, rows))
+    table = cast(Table, OutboxMessage.__table__)
+    id_of_job = dict(insert_batch.insert_returning(session, table, rows, ("job_id", "id")))
+    ids = [id_of_job[job_id] for job_id in job_ids]
     if relay is not None:
         session.info.setdefault(_ADDED, {}).setdefault(STAGES, []).extend(ids)
     if relay is not None and claim:
