@@ -28,7 +28,10 @@ _idle: list[mmap.mmap] = []
 
 
 def _take_buffer() -> mmap.mmap:
-    return _idle.pop() if _idle else mmap.mmap(-1, BUFFER_BYTES)
+    try:
+        return _idle.pop()  # one step: two threads never take the same buffer
+    except IndexError:
+        return mmap.mmap(-1, BUFFER_BYTES)
 
 
 def _give_back(buffer: mmap.mmap) -> None:
