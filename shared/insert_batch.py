@@ -7,10 +7,11 @@ an INSERT's rows until the session runs anything else; `insert_returning` sends 
 its own as one statement, the held ones as data-modifying CTEs. PostgreSQL checks foreign keys at
 the end of the statement, so a row may reference one inserted beside it.
 
-Held rows are written before any other statement run through the session (`do_orm_execute`; not
-one sent on `session.connection()` directly), before the ORM's own flush and before the commit, so
-what a caller reads back is what it wrote; a rollback drops them. Elsewhere (SQLite) `add` inserts at once. The statement's text is generated from the
-tables' metadata, with each column's Python default and bind processing applied as SQLAlchemy would.
+Held rows are written before any other statement run through the session (`do_orm_execute`; not one
+sent on `session.connection()` directly), before the ORM's own flush and before the commit, so what
+a caller reads back is what it wrote; a rollback drops them. Elsewhere (SQLite) `add` inserts at
+once. The statement's text is generated from the tables' metadata, with each column's Python default
+and bind processing applied as SQLAlchemy would.
 """
 
 from __future__ import annotations
