@@ -89,17 +89,13 @@ class DirectFileWriter:
             return
         chunk = memoryview(self._buffer)[:length]
         try:
-            if self._direct:
-                try:
-                    _write_all(self._fd, chunk)
-                except OSError as exc:
-                    if exc.errno != errno.EINVAL:
-                        raise
-                    # The filesystem took the flag but not the write: through the page cache then.
-                    self._buffered()
-                    _write_all(self._fd, chunk)
-            else:
-                _write_all(self._fd, chunk)
+            _write_all(self._fd, chunk)
+        except OSError as exc:
+            if not (self._direct and exc.errno == errno.EINVAL):
+                raise
+            # The filesystem took the flag but not the write: through the page cache then.
+            self._buffered()
+            _write_all(self._fd, chunk)
         finally:
             chunk.release()
         rest = self._filled - length

@@ -173,7 +173,12 @@ class LocalObjectWriter:
         self._path = path
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=PARTIAL_PREFIX)
         self._tmp_path = Path(name)
-        self._file: DirectFileWriter | None = DirectFileWriter(fd)
+        try:
+            self._file: DirectFileWriter | None = DirectFileWriter(fd)
+        except BaseException:
+            os.close(fd)
+            self._tmp_path.unlink(missing_ok=True)
+            raise
 
     def write(self, data: bytes) -> None:
         assert self._file is not None, "write after commit or abort"
