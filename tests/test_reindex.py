@@ -84,6 +84,7 @@ def test_a_tenant_is_reindexed_while_it_searches_uploads_and_deletes(settings: S
             assert len(set(hits)) == len(hits)
         # And every point of the tenant is of the new version (the old ones are gone), the upload
         # made during the reindex is in it and the deleted document is in no version
+        assert wait_purged(res, tenant_id)
         points = points_of(res, DEFAULT, tenant_id)
         assert points and {p["index_version"] for p in points} == {2}
         indexed = {p["document_id"] for p in points}
@@ -124,7 +125,7 @@ def test_a_reindex_to_a_model_of_another_dimension_fills_a_new_collection(settin
             assert reindex.status == "flipped", reindex.failures
             new = points_of(res, "chunks_text_embedding_3_small_64_hybrid", tenant_id)
             assert {p["document_id"] for p in new} and {p["index_version"] for p in new} == {2}
-            assert points_of(res, DEFAULT, tenant_id) == []
+            assert wait_purged(res, tenant_id) and points_of(res, DEFAULT, tenant_id) == []
             before = len(server.requests)
             answer = client.get("/v1/search?q=orchards", headers={"Authorization": f"Bearer {key}"})
             assert answer.status_code == 200 and answer.get_json()["results"]
@@ -179,6 +180,7 @@ def test_a_reindex_stopped_half_way_and_run_again_does_not_redo_finished_documen
                 for row in session.scalars(select(JobStage).where(JobStage.job_id.in_(finished)))
             }
         assert after == before
+        assert wait_purged(res, tenant_id)
         assert {p["index_version"] for p in points_of(res, DEFAULT, tenant_id)} == {2}
 
 
@@ -279,6 +281,8 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
 
 
 def wait_purged(res: Resources, tenant_id: str, timeout_s: float = 30) -> bool:
+    """Whether the tenant's latest reindex has had the versions it left behind deleted: the
+    maintenance pass flips a reindex first and purges after, so a flipped one may not be purged yet."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with res.db.transaction() as session:
