@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flask import Flask
-from sqlalchemy import select
 
 from ingest_worker.resources import Resources
+from shared import reindex as reindexes
 from shared.models import KeyRole, Reindex, Tenant
 from shared.tenants import create_tenant, new_api_key
 from tests.pdfs import text_pdf
@@ -75,14 +75,25 @@ def wait_reindex(res: Resources, tenant_id: str, timeout_s: float = 300) -> Rein
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         with res.db.transaction() as session:
-            row = session.scalars(
-                select(Reindex).where(Reindex.tenant_id == tenant_id).order_by(Reindex.created_at.desc())
-            ).first()
+            row = reindexes.latest_reindex(session, tenant_id)
             if row is not None and row.status != "running":
                 session.expunge(row)
                 return row
         time.sleep(0.2)
     raise AssertionError(f"the reindex did not end within {timeout_s}s")
+
+
+def wait_purged(res: Resources, tenant_id: str, timeout_s: float = 30) -> bool:
+    """Whether the tenant's latest reindex has had the versions it left behind deleted: the
+    maintenance pass flips a reindex first and purges after, so a flipped one may not be purged yet."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with res.db.transaction() as session:
+            row = reindexes.latest_reindex(session, tenant_id)
+            if row is not None and row.purged_at is not None:
+                return True
+        time.sleep(0.1)
+    return False
 
 
 def active_version(res: Resources, tenant_id: str) -> int:

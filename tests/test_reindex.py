@@ -11,7 +11,6 @@ import pytest
 from sqlalchemy import select
 
 from ingest_worker.maintenance import requeue_unfinished
-from ingest_worker.resources import Resources
 from shared import reindex as reindexes
 from shared.models import Job, JobKind, JobStage
 from shared.queue import QUEUE_BULK_INDEX
@@ -29,6 +28,7 @@ from tests.reindexing import (
     points_of,
     tenant_with_key,
     upload,
+    wait_purged,
     wait_reindex,
 )
 
@@ -278,16 +278,3 @@ def test_a_cancelled_reindex_leaves_the_active_version_and_its_points_are_delete
         assert answer.status_code == 200 and answer.get_json()["status"] == "cancelled"
         assert purged and active_version(res, tenant_id) == 1
         assert sorted(p["id"] for p in points_of(res, DEFAULT, tenant_id)) == before
-
-
-def wait_purged(res: Resources, tenant_id: str, timeout_s: float = 30) -> bool:
-    """Whether the tenant's latest reindex has had the versions it left behind deleted: the
-    maintenance pass flips a reindex first and purges after, so a flipped one may not be purged yet."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        with res.db.transaction() as session:
-            row = reindexes.latest_reindex(session, tenant_id)
-            if row is not None and row.purged_at is not None:
-                return True
-        time.sleep(0.1)
-    return False

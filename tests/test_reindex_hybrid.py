@@ -19,6 +19,7 @@ from tests.reindexing import (
     ingest,
     points_of,
     tenant_with_key,
+    wait_purged,
     wait_reindex,
 )
 
@@ -82,7 +83,7 @@ def test_a_dense_only_version_searches_densely_until_reindexed_from_the_index_st
         assert active_version(res, tenant_id) == 2
         assert {p["index_version"] for p in points_of(res, hybrid, tenant_id)} == {2}
         assert len({p["document_id"] for p in points_of(res, hybrid, tenant_id)}) == 4
-        assert points_of(res, LEGACY, tenant_id) == []
+        assert wait_purged(res, tenant_id) and points_of(res, LEGACY, tenant_id) == []
         # And no job embedded again: every reindex job's embed stage was skipped (reused)
         with res.db.transaction() as session:
             reindex_jobs = select(Job.id).where(Job.kind == JobKind.REINDEX.value)
