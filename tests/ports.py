@@ -2,8 +2,9 @@
 
 A port the kernel hands to `bind(port 0)` lies in its ephemeral range, where every outgoing
 connection also takes its local port; the ports next to it (a pool's metrics on `metrics_port + i`)
-may then be taken by a client connection by the time the server binds. A block below that range is
-never chosen for an outgoing connection.
+may then be taken by a client connection by the time the server binds. A port below that range is
+never chosen for an outgoing connection, so a port found free here stays free for the server the
+test starts on it, or for a test that needs a port nothing listens on.
 """
 
 from __future__ import annotations
@@ -39,3 +40,8 @@ def free_port_block(count: int) -> int:
         if all(_bindable(base + i) for i in range(count)):
             return base
     raise RuntimeError(f"no {count} consecutive free ports between {_LOWEST} and {high}")
+
+
+def free_port() -> int:
+    """A port nothing listens on, below the ephemeral range."""
+    return free_port_block(1)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pika
 
+from tests.ports import free_port
 from tests.s3_server import _die_with_parent, _log_tail
 
 SERVER_SCRIPT = "/usr/lib/rabbitmq/bin/rabbitmq-server"
@@ -39,12 +40,6 @@ def server_script() -> str | None:
     # Elsewhere (Homebrew, a tarball) the script on PATH is the node's own, without a user switch.
     found = shutil.which("rabbitmq-server")
     return found if found and not found.startswith("/usr/sbin/") else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
@@ -193,8 +188,8 @@ def running_rabbitmq(tmpdir: str | Path, *, conf: str = "", advanced: str = "[]"
     node = RabbitNode(
         run_dir=run_dir,
         name=f"ingest-test-{secrets.token_hex(4)}@localhost",
-        amqp_port=_free_port(),
-        dist_port=_free_port(),
+        amqp_port=free_port(),
+        dist_port=free_port(),
         conf=conf,
         advanced=advanced,
     )

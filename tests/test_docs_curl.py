@@ -16,7 +16,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ import pytest
 
 from tests.conftest import MODEL_CACHE_DIR, missing_service
 from tests.pdfs import text_pdf
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCUMENTS = ["README.md", "docs/api.md"]
@@ -111,12 +111,6 @@ def script(cmds: list[Command], *, port: int, receiver_port: int) -> str:
         text = text.replace(f"--port {DOC_RECEIVER_PORT}", f"--port {receiver_port}")
         out.append(CURL.sub(f"_curl {cmd.lineno} ", text) if cmd.is_curl else text)
     return "\n".join(out) + "\n"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def service_environment(port: int) -> dict[str, str]:

@@ -32,8 +32,8 @@ from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.body_probe import probe
 from tests.pdfs import text_pdf
+from tests.ports import free_port
 from tests.starvation import close_all, half_open, latency, open_streams
-from tests.test_outbox import closed_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -49,7 +49,7 @@ ANNOUNCED = 300 * MB
 @pytest.fixture
 def gateway(pg_db: Database, tmp_path: Path) -> Iterator[tuple[str, Database]]:
     """`make gateway`'s gunicorn on PostgreSQL: a 1 MB service upload limit, 20 streams a tenant."""
-    port = closed_port()
+    port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(Path(__file__).resolve().parent.parent),

@@ -3,8 +3,6 @@ deliveries right after the commit, and its sweep whatever that left, once the br
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from dramatiq import Message
 from dramatiq.broker import Broker
@@ -24,13 +22,8 @@ from shared.queue import (
     make_broker,
 )
 from shared.settings import Settings
+from tests.ports import free_port
 from tests.test_jobs import new_job
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def add_row(db: Database, job_id: str) -> int:
@@ -79,7 +72,7 @@ def test_broker_outage_keeps_the_row_until_the_broker_is_back(
     sqlite_db: Database, settings: Settings, redis_url: str, broker_namespace: str
 ) -> None:
     # Given a broker that cannot be reached
-    down = Settings(broker_url=f"redis://127.0.0.1:{closed_port()}/0", broker_timeout_s=0.5)
+    down = Settings(broker_url=f"redis://127.0.0.1:{free_port()}/0", broker_timeout_s=0.5)
     row_id = add_row(sqlite_db, new_job(sqlite_db))
     # When the relay tries to publish
     assert Relay(sqlite_db.sessions, Publisher(make_broker(down))).publish([row_id]) == 0

@@ -24,7 +24,7 @@ from shared.settings import Settings
 from shared.tenants import create_tenant
 from shared.vectorstores import open_vector_store
 from tests.pdfs import text_pdf
-from tests.test_outbox import closed_port
+from tests.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.s3]
 
@@ -112,7 +112,7 @@ def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
     prod_settings: Settings, workers: Topology
 ) -> None:
     # Given a gateway whose broker cannot be reached
-    down = prod_settings.replace(broker_url=f"redis://127.0.0.1:{closed_port()}/0", broker_timeout_s=0.5)
+    down = prod_settings.replace(broker_url=f"redis://127.0.0.1:{free_port()}/0", broker_timeout_s=0.5)
     app = gateway(down)
     client = app.test_client()
     with app.extensions["ingest"].db.transaction() as session:

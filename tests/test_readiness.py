@@ -10,7 +10,7 @@ import pytest
 from gateway.app import create_app
 from shared.settings import Settings
 from tests.databases import migrate_database
-from tests.test_outbox import closed_port
+from tests.ports import free_port
 
 
 def readiness(settings: Settings) -> tuple[int, dict[str, Any]]:
@@ -34,14 +34,14 @@ def test_all_up_is_ready(local: Settings) -> None:
 
 def test_a_broker_outage_is_degraded_but_ready(local: Settings) -> None:
     # Given a gateway whose Redis broker does not answer
-    down = local.replace(broker_url=f"redis://127.0.0.1:{closed_port()}/0", broker_timeout_s=0.5)
+    down = local.replace(broker_url=f"redis://127.0.0.1:{free_port()}/0", broker_timeout_s=0.5)
     # Then it still accepts work (the outbox keeps it): 200, degraded, the broker named
     status, body = readiness(down)
     assert status == 200 and body["status"] == "degraded" and body["down"] == ["broker"]
 
 
 def test_a_qdrant_server_outage_is_degraded_but_ready(local: Settings) -> None:
-    status, body = readiness(local.replace(qdrant_url=f"http://127.0.0.1:{closed_port()}"))
+    status, body = readiness(local.replace(qdrant_url=f"http://127.0.0.1:{free_port()}"))
     assert status == 200 and body["status"] == "degraded" and body["down"] == ["vector_store"]
 
 
@@ -50,7 +50,7 @@ def test_a_storage_outage_is_not_ready(local: Settings, s3_server: Any) -> None:
     # Given S3 credentials for a server that does not answer
     down = local.replace(
         storage_backend="s3",
-        s3_endpoint_url=f"http://127.0.0.1:{closed_port()}",
+        s3_endpoint_url=f"http://127.0.0.1:{free_port()}",
         s3_bucket=s3_server.bucket,
         s3_access_key_id=s3_server.access_key_id,
         s3_secret_access_key=s3_server.secret_access_key,
@@ -61,17 +61,17 @@ def test_a_storage_outage_is_not_ready(local: Settings, s3_server: Any) -> None:
 
 
 def test_a_database_outage_is_not_ready(local: Settings) -> None:
-    down = local.replace(database_url=f"postgresql+psycopg2://postgres@127.0.0.1:{closed_port()}/ingest")
+    down = local.replace(database_url=f"postgresql+psycopg2://postgres@127.0.0.1:{free_port()}/ingest")
     status, body = readiness(down)
     assert status == 503 and body["status"] == "unavailable" and body["down"] == ["database"]
 
 
 def test_everything_down_names_each_dependency(local: Settings) -> None:
     down = local.replace(
-        database_url=f"postgresql+psycopg2://postgres@127.0.0.1:{closed_port()}/ingest",
-        broker_url=f"redis://127.0.0.1:{closed_port()}/0",
+        database_url=f"postgresql+psycopg2://postgres@127.0.0.1:{free_port()}/ingest",
+        broker_url=f"redis://127.0.0.1:{free_port()}/0",
         broker_timeout_s=0.5,
-        qdrant_url=f"http://127.0.0.1:{closed_port()}",
+        qdrant_url=f"http://127.0.0.1:{free_port()}",
     )
     status, body = readiness(down)
     assert status == 503 and sorted(body["down"]) == ["broker", "database", "vector_store"]

@@ -16,12 +16,12 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from shared.redis_broker import PollingRedisBroker
-from tests.test_outbox import closed_port
+from tests.ports import free_port
 
 
 def _down_broker() -> PollingRedisBroker:
     """A broker whose Redis is not there (a restart in progress)."""
-    client = redis.Redis(port=closed_port(), socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+    client = redis.Redis(port=free_port(), socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
     broker = PollingRedisBroker(poll_max_ms=100, client=client)
     broker.declare_queue("stage")
     return broker

@@ -15,14 +15,8 @@ from shared.errors import StorageUnavailableError
 from shared.s3_storage import MULTIPART_CHUNK_BYTES, S3Storage
 from shared.settings import Settings
 from tests.object_stores import PseudoRandomStream, s3_storage
+from tests.ports import free_port
 from tests.s3_server import S3ServerInfo
-
-
-def closed_port() -> int:
-    """A local port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @pytest.mark.s3
@@ -106,7 +100,7 @@ def test_s3_bucket_is_created_once_on_first_use(s3_server: S3ServerInfo) -> None
 def test_s3_building_the_storage_does_no_network_io(monkeypatch: pytest.MonkeyPatch) -> None:
     # Given settings pointing at a port nothing listens on, and a process where any connection fails
     # the test (a closed port refuses at once, so timing the construction would prove nothing)
-    settings = Settings(storage_backend="s3", s3_endpoint_url=f"http://127.0.0.1:{closed_port()}")
+    settings = Settings(storage_backend="s3", s3_endpoint_url=f"http://127.0.0.1:{free_port()}")
     attempts: list[object] = []
 
     def no_connection(sock: socket.socket, address: object) -> None:
@@ -126,7 +120,7 @@ def test_s3_building_the_storage_does_no_network_io(monkeypatch: pytest.MonkeyPa
 @pytest.mark.s3
 def test_s3_check_fails_fast_when_the_endpoint_is_closed() -> None:
     # Given a storage whose endpoint is a closed port
-    endpoint = f"http://127.0.0.1:{closed_port()}"
+    endpoint = f"http://127.0.0.1:{free_port()}"
     storage = S3Storage.from_settings(
         Settings(s3_endpoint_url=endpoint, s3_access_key_id="AKEXAMPLE", s3_secret_access_key="secret")
     )

@@ -24,8 +24,7 @@ from shared.models import JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.pdfs import text_pdf
-from tests.ports import free_port_block
-from tests.test_outbox import closed_port
+from tests.ports import free_port, free_port_block
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.s3]
 
@@ -37,7 +36,7 @@ def topology_settings(production_settings: Settings) -> Settings:
     # The one end-to-end test of the production processes with the offline model, as deployed.
     return production_settings.replace(
         embedder="local",
-        port=closed_port(),
+        port=free_port(),
         # Pool i serves its metrics on metrics_port + i.
         metrics_port=free_port_block(len(POOLS)),
         log_json=True,

@@ -7,7 +7,6 @@ import io
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,16 +25,11 @@ from shared.tenants import create_tenant
 from shared.vectorstores import EdgeStore, open_vector_store
 from tests.fakes import FAKE_EMBEDDER
 from tests.pdfs import text_pdf
+from tests.ports import free_port
 
 pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parent.parent
 KILLS = 5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(check: Callable[[], bool], timeout_s: float, what: str) -> None:

@@ -11,7 +11,6 @@ import contextlib
 import itertools
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from shared.models import Job, JobStage
 from shared.queue import STAGES
 from shared.settings import Settings
 from shared.tenants import create_tenant
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_INTERVAL_S = 0.02
@@ -64,7 +64,7 @@ class EmbeddedService:
 
     def __init__(self, workdir: Path) -> None:
         self.settings = Settings.from_env(
-            data_dir=str(workdir / "data"), host="127.0.0.1", port=_free_port(), log_level="WARNING"
+            data_dir=str(workdir / "data"), host="127.0.0.1", port=free_port(), log_level="WARNING"
         )
         self.base_url = f"http://{self.settings.host}:{self.settings.port}"
         self.log_path = workdir / "embedded.log"
@@ -186,12 +186,6 @@ def embedded_service(workdir: Path) -> Iterator[EmbeddedService]:
 def _epoch(moment: datetime) -> float:
     # The service stores naive UTC timestamps (shared.models.utcnow).
     return moment.replace(tzinfo=UTC).timestamp()
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _descendants(pid: int) -> list[int]:

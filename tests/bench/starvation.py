@@ -31,8 +31,8 @@ from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.conftest import TEST_DATABASE_URL
 from tests.pdfs import text_pdf
+from tests.ports import free_port
 from tests.starvation import Latency, close_all, half_open, latency, open_streams
-from tests.test_outbox import closed_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET_P99_MS = 200.0
@@ -64,7 +64,7 @@ def _postgres() -> Iterator[str]:
 
 @contextmanager
 def _gunicorn(url: str, folder: Path, streams: int) -> Iterator[int]:
-    port = closed_port()
+    port = free_port()
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),

@@ -24,8 +24,9 @@ from deploy.topology import ProcessSpec
 from shared.db import Database, migrate
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.chaos.servers import PrivatePostgres, PrivateRedis, RestartableS3, free_port
+from tests.chaos.servers import PrivatePostgres, PrivateRedis, RestartableS3
 from tests.openai_server import OpenAIServer
+from tests.ports import free_port
 from tests.rabbitmq_server import RabbitNode, running_rabbitmq
 
 ROOT = Path(__file__).resolve().parents[2]

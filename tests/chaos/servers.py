@@ -13,7 +13,6 @@ import os
 import pwd
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
+from tests.ports import free_port
 from tests.s3_server import (
     _client,
     _remove_stray_sockets,
@@ -34,12 +34,6 @@ from tests.s3_server import (
 from tests.s3_server import stop as stop_weed
 
 HOST = "127.0.0.1"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return int(s.getsockname()[1])
 
 
 def wait_until(predicate: object, timeout_s: float, what: str) -> None:
