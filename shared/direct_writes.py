@@ -50,6 +50,8 @@ class DirectFileWriter:
         self._direct = _set_direct(fd, True)
         self._buffer: mmap.mmap | None = _take_buffer() if self._direct else None
         self._filled = 0
+        # Bytes of the buffer written to the file so far (the file's offset, without asking it).
+        self._written = 0
 
     def write(self, data: bytes) -> None:
         if self._buffer is None:
@@ -93,11 +95,13 @@ class DirectFileWriter:
         except OSError as exc:
             if not (self._direct and exc.errno == errno.EINVAL):
                 raise
-            # The filesystem took the flag but not the write: through the page cache then.
+            # The filesystem took the flag but not the write: the rest (all of it, unless a direct
+            # write went through before the refusal) through the page cache then.
             self._buffered()
-            _write_all(self._fd, chunk)
+            _write_all(self._fd, chunk[os.lseek(self._fd, 0, os.SEEK_CUR) - self._written :])
         finally:
             chunk.release()
+        self._written += length
         rest = self._filled - length
         if rest:
             self._buffer.move(0, length, rest)
