@@ -65,9 +65,8 @@ def create_app(
 ) -> Flask:
     """Build the gateway. The embedded process passes the clients it shares with its workers."""
     settings = settings or Settings.from_env()
-    # The gateway pings only connections that sat idle (shared/db.py): a ping per transaction
-    # would be a third of an upload's round trips. The embedded process passes its own.
-    db = db or Database.from_settings(settings, ping_every_checkout=False)
+    # The embedded process passes the database it shares with its workers.
+    db = db or Database.from_settings(settings)
     publisher = publisher or Publisher(make_broker(settings))
     app = Flask(__name__)
     # Werkzeug refuses a larger body with 413 before it is read, and stops reading a chunked

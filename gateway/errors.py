@@ -30,6 +30,7 @@ STATUS_FOR_ERROR: list[tuple[type[errors.IngestError], int]] = [
     (errors.CallbackUrlHttpsRequiredError, 422),
     (errors.InvalidRequestError, 400),
     (errors.SearchUnavailableError, 503),
+    (errors.DatabaseUnavailableError, 503),
     (errors.TransientError, 503),
     (errors.PermanentError, 422),
 ]

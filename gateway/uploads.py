@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from gateway.services import Services
 from shared import hot_locks, insert_batch, job_counters, operations, outbox
-from shared.errors import IngestError, InvalidRequestError
+from shared.errors import DatabaseUnavailableError, IngestError, InvalidRequestError
 from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
 from shared.models import Document, Job, utcnow
@@ -105,31 +105,40 @@ def accept(
     `metadata` (checked by the caller) goes the same way: on new documents, and replacing a forced
     one's; a duplicate keeps its own (PATCH changes it).
     """
-    for attempt in range(2):
+
+    def attempt() -> None:
+        _accept_once(
+            svc,
+            tenant_id,
+            files,
+            callback_url=callback_url,
+            force=force,
+            ocr_languages=ocr_languages,
+            metadata=metadata,
+        )
+
+    try:
         try:
-            _accept_once(
-                svc,
-                tenant_id,
-                files,
-                callback_url=callback_url,
-                force=force,
-                ocr_languages=ocr_languages,
-                metadata=metadata,
-            )
-            return
+            # A transaction whose connection died with the server (a restart, a failover) before
+            # its COMMIT is run once more from its start (shared/db.py), a new file's object kept.
+            svc.db.retrying(attempt)
         except IntegrityError:
             # The same bytes were uploaded concurrently and the other request won: try again,
             # which finds its document and answers "duplicate" (and removes this copy's object).
             # An object stored for a file that is still new is kept for the second try.
+            attempt()
+    except DatabaseUnavailableError as exc:
+        if exc.maybe_committed:
+            # The connection was lost during the COMMIT: the documents may exist, so their objects
+            # stay (the client's retry finds them as duplicates); only open writers are dropped.
             for item in files:
-                item.document_id = item.job = None
-                item.duplicate = item.new_job = False
-            if attempt == 1:
-                discard(svc.storage, files)
-                raise
-        except BaseException:
+                item.abort()
+        else:
             discard(svc.storage, files)
-            raise
+        raise
+    except BaseException:
+        discard(svc.storage, files)
+        raise
 
 
 def _accept_once(
@@ -142,6 +151,9 @@ def _accept_once(
     ocr_languages: str | None,
     metadata: dict[str, Any] | None,
 ) -> None:
+    for item in files:  # a second try starts from nothing of the first but its stored objects
+        item.document_id = item.job = None
+        item.duplicate = item.new_job = False
     valid = [f for f in files if f.error is None]
     seen: dict[str, IncomingFile] = {}
     new_files: list[IncomingFile] = []

@@ -163,6 +163,21 @@ class ObjectNotFoundError(PermanentError):
     message = "A stored object is missing."
 
 
+class DatabaseUnavailableError(TransientError):
+    """The database could not be reached, or the connection to it was lost (a restart, a failover).
+
+    `maybe_committed`: the connection was lost while the COMMIT was in flight, so the transaction
+    may have committed; a retry from its start is safe only when it is False.
+    """
+
+    code = "database_unavailable"
+    message = "The database is unavailable; try again shortly."
+
+    def __init__(self, *, maybe_committed: bool = False, retry_after_s: float = 2.0) -> None:
+        super().__init__(retry_after_s=retry_after_s)
+        self.maybe_committed = maybe_committed
+
+
 class BrokerUnavailableError(TransientError):
     code = "broker_unavailable"
     message = "The message broker is unavailable."
