@@ -26,6 +26,8 @@ COMPLETED = frozenset({"completed"})
 FAILED = frozenset({"failed"})
 CANCELLED = frozenset({"cancelled"})
 _seeds = itertools.count(10_000)
+# How often `submit` retries an upload answered 503 with Retry-After.
+SUBMIT_RETRIES = 5
 
 
 def good_pdf(pages: int = 3) -> bytes:
@@ -49,8 +51,14 @@ class Context:
         )
 
     def submit(self, name: str, pdf: bytes) -> str:
-        """Upload a file that must be accepted; its job id."""
+        """Upload a file that must be accepted; its job id. A 503 with Retry-After (the database
+        restarting) is the client's to retry, as the API promises; any other answer fails."""
         response = self.upload(name, pdf)
+        for _ in range(SUBMIT_RETRIES):
+            if response.status_code != 503 or "Retry-After" not in response.headers:
+                break
+            time.sleep(min(float(response.headers["Retry-After"]), 5.0))
+            response = self.upload(name, pdf)
         if response.status_code != 202:
             raise RuntimeError(f"upload of {name} answered {response.status_code}: {response.text}")
         return str(response.json()["job_id"])
