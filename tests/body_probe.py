@@ -1,5 +1,5 @@
-"""A raw-socket client that announces a large body and counts how much of it a real HTTP server took
-before it answered, and whether the answer arrived or the connection was reset.
+"""A raw-socket client that announces a large body (or sends a chunked one) and counts how much of it
+a real HTTP server took before it answered, and whether the answer arrived or the connection was reset.
 
 What the server read is what the client sent less what still sits in the two sockets' queues (the
 client's unsent bytes and the server's unread ones), which Linux shows in /proc/net/tcp for every
