@@ -9,14 +9,18 @@ from __future__ import annotations
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from flask import Flask
 
 from deploy.body_gate import upload_gate
 from deploy.malloc_tuning import keep_freed_buffers
 from deploy.waitress_server import make_server
 from gateway.api.events import limit_streams_per_process
 from gateway.app import create_app
+from gateway.request_checks import MULTIPART_OVERHEAD_BYTES
 from ingest_worker.broker import setup_broker, start_workers
 from ingest_worker.maintenance import MaintenanceLoop, requeue_unfinished
 from ingest_worker.resources import Resources, configure
@@ -37,6 +41,21 @@ STREAM_SLOTS = SERVER_THREADS // 2
 # A connection costs a socket, not a thread, until its request is whole: many may wait (poll, not
 # select, to pass 1024 descriptors), and one silent for a minute is closed.
 SERVER_OPTIONS = {"connection_limit": 1000, "asyncore_use_poll": True, "channel_timeout": 60}
+
+
+def gateway_server(app: Flask, settings: Settings, **options: Any) -> Any:
+    """The gateway's waitress server (options: host, port): a large or chunked body is read only once
+    the gateway's key and limit checks let it in, and only up to the caller's limit; waitress's own
+    (for a body the gate could not judge) is the service's, not its 1 GiB default."""
+    return make_server(
+        app,
+        upload_gate(app),
+        threads=SERVER_THREADS,
+        ident="pdf-ingest",
+        max_request_body_size=settings.max_upload_bytes + MULTIPART_OVERHEAD_BYTES,
+        **SERVER_OPTIONS,
+        **options,
+    )
 
 
 def main() -> None:
@@ -73,17 +92,7 @@ def main() -> None:
     freeze_startup_heap()
     try:
         limit_streams_per_process(app, STREAM_SLOTS)
-        # A large body is read only once the gateway's key and limit checks let it in.
-        server = make_server(
-            app,
-            upload_gate(app),
-            host=settings.host,
-            port=settings.port,
-            threads=SERVER_THREADS,
-            ident="pdf-ingest",
-            **SERVER_OPTIONS,
-        )
-        server.run()
+        gateway_server(app, settings, host=settings.host, port=settings.port).run()
     finally:
         loop.stop()
         for worker in workers:

@@ -1,18 +1,22 @@
 """The embedded gateway's waitress server (pinned: waitress==3.0.2, whose channel and parser it
 extends): its own refusals are problem+json with a stable code, as the gateway's, and a request that
-announces a body over 64 KB is held at its headers until a gate lets it in.
+announces a body over 64 KB, or sends a chunked one, is held at its headers until a gate lets it in.
 
 Waitress reads a whole body before the application runs. The gate (deploy/body_gate.py: the gateway's
 own key and upload-limit checks) runs on one of the server's threads, never on the thread that reads
 sockets, while the connection's reading is paused. A request it refuses is answered at once (no
-`100 Continue`) and its connection closed, the body unread; one it lets in is read as before, and a
-client that sent `Expect: 100-continue` is told to go on only then."""
+`100 Continue`) and its connection closed, the body unread; one it lets in is read up to the limit the
+gate gave it (else the server's `max_request_body_size`), and a client that sent
+`Expect: 100-continue` is told to go on only then. A chunked body, whose size nobody announced, is
+held again where it passes its limit, and the gate, shown the size read so far, gives the refusal."""
 
 from __future__ import annotations
 
+import copy
 import io
 import json
 import logging
+import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +25,7 @@ from waitress import create_server
 from waitress.channel import HTTPChannel
 from waitress.parser import HTTPRequestParser
 from waitress.task import ErrorTask, WSGITask
-from waitress.utilities import Error
+from waitress.utilities import BadRequest, Error, RequestEntityTooLarge
 
 from deploy import lingering
 from gateway.errors import CODE_FOR_HTTP_STATUS, problem_document
@@ -32,11 +36,18 @@ logger = logging.getLogger(__name__)
 # waits for the gate (one socket read past the headers, at most 8 KB, is held meanwhile, and what of
 # it lies past the body is read as the requests that follow).
 GATED_ABOVE_BYTES = 64 * 1024
+# A chunk's size line and the trailer are kept in memory (and copied at each read) until they end:
+# longer ones are refused (gunicorn's bounds: its header field size, and 64 KB).
+MAX_CHUNK_LINE_BYTES = 8190
+MAX_TRAILER_BYTES = 64 * 1024
 
 # The gate's refusal: the status line, headers and body of a whole answer.
 Refusal = tuple[str, list[tuple[str, str]], bytes]
-# Given the request's WSGI environ (its body not readable), a refusal, or None to let it in.
-Gate = Callable[[dict[str, Any]], Refusal | None]
+# The gate's word: a refusal; or, to let the request in, the most body bytes it may send (None: the
+# server's max_request_body_size).
+Verdict = Refusal | int | None
+# Given the request's WSGI environ (its body not readable), its verdict.
+Gate = Callable[[dict[str, Any]], Verdict]
 # Headers the server writes itself (the connection closes after a refusal).
 _OWN_HEADERS = {"content-length", "connection", "transfer-encoding"}
 
@@ -71,13 +82,25 @@ class ProblemErrorTask(ErrorTask):  # type: ignore[misc]
 
 
 class GatedParser(HTTPRequestParser):  # type: ignore[misc]
-    """Waitress's request parser that stops at the headers of a request with a large body: what
-    arrives meanwhile is kept aside (`held`), and no 100 Continue is due until the gate lets it in."""
+    """Waitress's request parser that stops at the headers of a request with a large or chunked
+    body: what arrives meanwhile is kept aside (`held`), and no 100 Continue is due until the gate
+    lets it in; a chunked body is held again once it passes the limit the gate gave it."""
 
     held = False
-    gated = False
+    gated = False  # the gate has the request (held) now
     wants_continue = False
     aside = b""
+    body_limit = sys.maxsize  # bytes of (decoded) body it may send
+    over_limit = False
+
+    def parse_header(self, header_plus: bytes) -> None:
+        super().parse_header(header_plus)
+        if self.chunked or self.content_length > GATED_ABOVE_BYTES:
+            # The gate sets this body's limit: until then waitress's own check (against the
+            # server's limit, which a tenant's own may exceed) stands aside.
+            self.body_limit = self.adj.max_request_body_size
+            self.adj = copy.copy(self.adj)
+            self.adj.max_request_body_size = sys.maxsize
 
     def received(self, data: bytes) -> int:
         if self.held:
@@ -85,10 +108,17 @@ class GatedParser(HTTPRequestParser):  # type: ignore[misc]
             return len(data)
         had_headers = self.headers_finished
         consumed: int = super().received(data)
-        body_follows = not had_headers and self.headers_finished and not self.completed
-        if body_follows and (self.chunked or self.content_length > GATED_ABOVE_BYTES):
-            self.held = True
-            self.wants_continue, self.expect_continue = self.expect_continue, False
+        if not had_headers:
+            body_follows = self.headers_finished and not self.completed
+            if body_follows and (self.chunked or self.content_length > GATED_ABOVE_BYTES):
+                self.held = True
+                self.wants_continue, self.expect_continue = self.expect_continue, False
+        elif self.chunked and not self.completed:
+            body = self.body_rcv
+            if len(body) > self.body_limit:
+                self.held, self.over_limit = True, True
+            elif len(body.control_line) > MAX_CHUNK_LINE_BYTES or len(body.trailer) > MAX_TRAILER_BYTES:
+                self.error, self.completed = BadRequest("chunk size line or trailer too long"), True
         return consumed
 
 
@@ -128,25 +158,37 @@ class GatedChannel(HTTPChannel):  # type: ignore[misc]
 
     def received(self, data: bytes) -> bool:
         result: bool = super().received(data)
+        self._gate_if_held()
+        return result
+
+    def _gate_if_held(self) -> None:
         request = self.request
         if request is not None and request.held and not request.gated:
             request.gated = True
             self.server.add_task(_GateTask(self, request))
-        return result
 
-    def let_in(self, request: GatedParser, refusal: Refusal | None) -> None:
+    def let_in(self, request: GatedParser, verdict: Verdict) -> None:
         """The gate's word on `request` (from a server thread): answer its refusal, or read on."""
         behind = b""  # what arrived past the body: the next pipelined requests
         with self.requests_lock:
             if self.request is not request or not self.connected:
                 return
-            request.held = False
+            request.held, request.gated = False, False
             aside, request.aside = request.aside, b""
-            if refusal is not None:
-                request.error, request.completed = RefusedByGateError(refusal), True
-                self.refused = True
+            if isinstance(verdict, int):
+                request.body_limit = verdict
+            # Chunk framing may add as much again as the body (waitress's own check), no more.
+            request.adj.max_request_body_size = 2 * request.body_limit + 1
+            if isinstance(verdict, tuple):
+                request.error, request.completed = RefusedByGateError(verdict), True
+            elif request.over_limit or request.content_length > request.body_limit:
+                # Past the limit, and the gate let it in all the same: waitress's own answer.
+                error = RequestEntityTooLarge(f"exceeds the limit of {request.body_limit} bytes")
+                request.error, request.completed = error, True
             elif aside:
                 behind = aside[request.received(aside) :]
+            if request.error is not None:
+                self.refused = True
             if request.completed:
                 self.request, self.sent_continue = None, False
                 self.requests.append(request)
@@ -158,6 +200,8 @@ class GatedChannel(HTTPChannel):  # type: ignore[misc]
                     self.send_continue()
         if behind:
             self.received(behind)
+        else:
+            self._gate_if_held()  # the part set aside took the body past its limit
         self.server.pull_trigger()
 
 
@@ -168,16 +212,19 @@ class _GateTask:
         self.channel, self.request = channel, request
 
     def service(self) -> None:
-        refusal = None
+        verdict = None
+        request = self.request
         if self.channel.connected:
-            environ = WSGITask(self.channel, self.request).get_environment()
+            environ = WSGITask(self.channel, request).get_environment()
             environ["wsgi.input"] = io.BytesIO()
+            if request.over_limit:  # the size it has reached, for the gate's limit check
+                environ["CONTENT_LENGTH"] = str(len(request.body_rcv))
             try:
-                refusal = self.channel.server.gate(environ)
+                verdict = self.channel.server.gate(environ)
             except Exception:
-                # The application decides after the body, as without a gate.
-                logger.exception("the upload gate failed; the request is read whole")
-        self.channel.let_in(self.request, refusal)
+                # The application decides after the body, read up to the server's limit.
+                logger.exception("the upload gate failed; the request is read up to the server's limit")
+        self.channel.let_in(request, verdict)
 
     def cancel(self) -> None:
         """Nothing to undo when the server stops before the check ran."""
@@ -185,8 +232,8 @@ class _GateTask:
 
 def make_server(app: Any, gate: Gate | None = None, **options: Any) -> Any:
     """A waitress server for `app` (options as waitress.serve's) that answers its own errors as
-    problem+json and holds each large body for `gate` (none: every request is let in); `.run()`
-    serves until interrupted."""
+    problem+json and holds each large or chunked body for `gate` (none: every request is let in, up
+    to `max_request_body_size`); `.run()` serves until interrupted."""
     server = create_server(app, **options)
     server.channel_class = GatedChannel
     server.gate = gate or (lambda environ: None)

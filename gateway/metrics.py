@@ -52,8 +52,8 @@ def _before() -> None:
 
 
 def _after(response: Response) -> Response:
-    route = request.url_rule.rule if request.url_rule is not None else "unmatched"
-    metrics.HTTP_REQUESTS.labels(request.method, route, str(response.status_code)).inc()
+    route = request.url_rule.rule if request.url_rule is not None else None
+    metrics.count_http_request(request.method, route, response.status_code)
     if request.path not in QUIET_PATHS:
         elapsed_ms = (time.monotonic() - g.get("started", time.monotonic())) * 1000
         logger.info("%s %s %s %.0fms", request.method, request.path, response.status_code, elapsed_ms)

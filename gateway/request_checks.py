@@ -33,14 +33,17 @@ def refuse_nul() -> None:
         raise InvalidRequestError("The request contains a NUL character.", code="nul_character")
 
 
-def limit_body(limit_mb: int) -> None:
+def limit_body(limit_mb: int) -> int:
     """Bound this request's body by the caller's upload limit (which may exceed the service default)
-    plus the multipart framing: an announced larger Content-Length is refused before any of the body
-    is read, and a chunked body stops being read at the limit."""
+    plus the multipart framing, and return that bound in bytes: an announced larger Content-Length is
+    refused before any of the body is read, and a chunked body stops being read at the limit (here
+    by Werkzeug's stream, under gunicorn; by the server itself under waitress, which reads a body
+    before the app runs: deploy/waitress_server.py)."""
     limit = limit_mb * 1024 * 1024 + MULTIPART_OVERHEAD_BYTES
     request.max_content_length = limit
     if (request.content_length or 0) > limit:
         raise UploadTooLargeError()
+    return limit
 
 
 def install(app: Flask) -> None:

@@ -50,6 +50,21 @@ HTTP_REQUESTS = prom.Counter(
     "Requests the gateway answered, by method, route and status.",
     ["method", "route", "status"],
 )
+# A client picks the method and the path freely: each would be a new series kept for the process's
+# life. A method outside HTTP's standard set counts as OTHER, a path that matches no route as UNMATCHED.
+HTTP_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "CONNECT", "TRACE"})
+OTHER = "other"
+UNMATCHED = "unmatched"
+
+
+def count_http_request(method: str, route: str | None, status: int) -> None:
+    """Count one answered request under labels from bounded sets: the standard methods and OTHER,
+    the app's routes (`route`, None where none matched) and UNMATCHED, the statuses 100 to 599."""
+    HTTP_REQUESTS.labels(
+        method if method in HTTP_METHODS else OTHER,
+        UNMATCHED if route is None else route,
+        str(status) if 100 <= status <= 599 else OTHER,
+    ).inc()
 
 
 def multiprocess_mode() -> bool:

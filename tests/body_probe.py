@@ -1,5 +1,5 @@
-"""A raw-socket client that announces a large body and counts how much of it a real HTTP server took
-before it answered, and whether the answer arrived or the connection was reset.
+"""A raw-socket client that announces a large body (or sends a chunked one) and counts how much of it
+a real HTTP server took before it answered, and whether the answer arrived or the connection was reset.
 
 What the server read is what the client sent less what still sits in the two sockets' queues (the
 client's unsent bytes and the server's unread ones), which Linux shows in /proc/net/tcp for every
@@ -11,9 +11,12 @@ import json
 import select
 import socket
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 CHUNK = 64 * 1024
+MB = 1024 * 1024
+ZEROS = bytes(CHUNK)
 
 
 @dataclass
@@ -96,14 +99,50 @@ def probe(
 ) -> ProbeResult:
     """POST `announced` bytes (sent only as fast as the server reads them) and see what comes back.
     With `expect_continue`, wait up to 1 s for the server's word before sending, as curl does."""
+    head = [f"Content-Length: {announced}", *(f"{k}: {v}" for k, v in headers.items())]
+    head += ["Expect: 100-continue"] if expect_continue else []
+    pieces = (ZEROS[: min(CHUNK, announced - at)] for at in range(0, announced, CHUNK))
+    return _exchange(port, path, head, pieces, expect_continue=expect_continue, timeout_s=timeout_s)
+
+
+def probe_chunked(
+    port: int, headers: dict[str, str], *, chunks: int, chunk_bytes: int = MB, timeout_s: float = 20.0
+) -> ProbeResult:
+    """POST a chunked upload of `chunks` chunks of `chunk_bytes` (the start of a form's file part,
+    then zeros), sent only as fast as the server reads it, and see what comes back. `sent_bytes`
+    counts the chunks' framing too."""
+    head = ["Transfer-Encoding: chunked", *(f"{k}: {v}" for k, v in headers.items())]
+    part = b'--x\r\nContent-Disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n%PDF-1.4\n'
+    body = memoryview(part + bytes(chunk_bytes - len(part)))
+    filler = memoryview(bytes(chunk_bytes))
+
+    def pieces() -> Iterator[bytes | memoryview]:
+        for number in range(chunks):
+            yield f"{chunk_bytes:x}\r\n".encode()
+            for at in range(0, chunk_bytes, CHUNK):
+                yield (body if number == 0 else filler)[at : at + CHUNK]
+            yield b"\r\n"
+        yield b"0\r\n\r\n"
+
+    return _exchange(port, "/v1/documents", head, pieces(), timeout_s=timeout_s)
+
+
+def _exchange(
+    port: int,
+    path: str,
+    head_lines: list[str],
+    pieces: Iterator[bytes | memoryview],
+    *,
+    expect_continue: bool = False,
+    timeout_s: float,
+) -> ProbeResult:
+    """Send a POST's head, then its body's `pieces` as the server's socket takes them, until the
+    whole answer is in (or the time is up)."""
     started = time.monotonic()
     sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, CHUNK)
-    head = [f"POST {path} HTTP/1.1", "Host: probe", f"Content-Length: {announced}"]
-    head += ["Content-Type: multipart/form-data; boundary=x"]
-    head += [f"{k}: {v}" for k, v in headers.items()]
-    head += ["Expect: 100-continue"] if expect_continue else []
-    request_head = ("\r\n".join(head) + "\r\n\r\n").encode()
+    head = [f"POST {path} HTTP/1.1", "Host: probe", "Content-Type: multipart/form-data; boundary=x"]
+    request_head = ("\r\n".join(head + head_lines) + "\r\n\r\n").encode()
     sock.sendall(request_head)
     ends = sock.getsockname(), sock.getpeername()
     sent, answer, reset, read = 0, b"", False, 0
@@ -113,22 +152,26 @@ def probe(
             answer = sock.recv(65536)
     sock.setblocking(False)
     deadline = started + timeout_s
+    pending: bytes | memoryview | None = next(pieces, None)
     try:
         while time.monotonic() < deadline and not _whole(answer):
             read = max(read, _read_by_server(*ends, len(request_head) + sent) or 0)
-            readable, writable, _ = select.select([sock], [sock] if sent < announced else [], [], 0.5)
+            readable, writable, _ = select.select([sock], [sock] if pending is not None else [], [], 0.5)
             if readable:
                 data = sock.recv(65536)
                 if not data:
                     break
                 answer += data
-            elif writable:
+            elif writable and pending is not None:
                 try:
-                    sent += sock.send(b"\0" * min(CHUNK, announced - sent))
+                    taken = sock.send(pending)
                 except BlockingIOError:
-                    pass
+                    continue
                 except BrokenPipeError:
-                    sent = sent  # the server stopped reading: wait for its answer
+                    pending = None  # the server stopped reading: wait for its answer
+                    continue
+                sent += taken
+                pending = pending[taken:] if taken < len(pending) else next(pieces, None)
         # Once more with the answer in: a server reads nothing of this body after answering.
         read = max(read, _read_by_server(*ends, len(request_head) + sent) or 0)
     except ConnectionResetError:

@@ -1,38 +1,25 @@
 """The gateway as each topology serves it: `make gateway`'s gunicorn (deploy/gunicorn.conf.py) as a real
-server process, and `make run`'s waitress server with its upload gate (deploy/embedded.py's options) in
-this process. Limits are answered before the body is read, to a raw socket, `requests` and `curl`
-alike, and no client or tenant can starve the others."""
+server process, and `make run`'s waitress server with its upload gate (deploy/embedded.py) in this
+process (tests/serving.py). Limits are answered before the body is read, to a raw socket, `requests`
+and `curl` alike, and no client or tenant can starve the others."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import requests
-from sqlalchemy import update
 
-from deploy.body_gate import upload_gate
-from deploy.embedded import SERVER_OPTIONS, SERVER_THREADS
-from deploy.waitress_server import make_server
-from gateway.app import create_app
 from shared.db import Database
-from shared.models import Tenant
-from shared.queue import Publisher, make_broker
 from shared.settings import Settings
-from shared.tenants import create_tenant
 from tests.body_probe import probe
 from tests.pdfs import text_pdf
-from tests.ports import free_port
+from tests.serving import embedded_gateway, gunicorn_gateway, new_tenant
 from tests.starvation import close_all, half_open, latency, open_streams
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -49,50 +36,17 @@ ANNOUNCED = 300 * MB
 @pytest.fixture
 def gateway(pg_db: Database, tmp_path: Path) -> Iterator[tuple[str, Database]]:
     """`make gateway`'s gunicorn on PostgreSQL: a 1 MB service upload limit, 20 streams a tenant."""
-    port = free_port()
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
-        "INGEST_DATABASE_URL": pg_db.engine.url.render_as_string(hide_password=False),
-        "INGEST_DATA_DIR": str(tmp_path / "data"),
-        "INGEST_EMBEDDER": "fake",
-        "INGEST_PORT": str(port),
-        "INGEST_MAX_UPLOAD_MB": "1",
-        "INGEST_EVENTS_MAX_STREAMS_PER_TENANT": "20",
-        # Open streams would hold a graceful stop for its whole timeout.
-        "INGEST_GATEWAY_GRACEFUL_TIMEOUT_S": "1",
-    }
-    command = [sys.executable, "-m", "gunicorn", "-c", "deploy/gunicorn.conf.py", "gateway.wsgi:app"]
-    log = (tmp_path / "gunicorn.log").open("wb")
-    process = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                if requests.get(f"{base}/healthz", timeout=1).status_code == 200:
-                    break
-            except requests.RequestException:
-                time.sleep(0.1)
+    # Open streams would hold a graceful stop for its whole timeout.
+    limits = {"max_upload_mb": "1", "events_max_streams_per_tenant": "20", "gateway_graceful_timeout_s": "1"}
+    with gunicorn_gateway(pg_db, tmp_path, **limits) as base:
         yield base, pg_db
-    finally:
-        process.terminate()
-        process.wait(30)
-        log.close()
 
 
 @pytest.fixture
 def embedded(settings: Settings, sqlite_db: Database) -> Iterator[tuple[str, Database]]:
     """`make run`'s server, as deploy/embedded.py builds it, on SQLite: a 1 MB service upload limit."""
-    settings = settings.replace(max_upload_mb=1)
-    app = create_app(settings, publisher=Publisher(make_broker(settings)), db=sqlite_db)
-    server = make_server(
-        app, upload_gate(app), host="127.0.0.1", port=0, threads=SERVER_THREADS, **SERVER_OPTIONS
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.effective_port}", sqlite_db
-    server.close()
-    thread.join(5)
+    with embedded_gateway(settings.replace(max_upload_mb=1), sqlite_db) as base:
+        yield base, sqlite_db
 
 
 @pytest.fixture(params=["gateway", "embedded"])
@@ -110,14 +64,6 @@ def announced_file(tmp_path: Path) -> Path:
     return path
 
 
-def _tenant(db: Database, name: str, **limits: Any) -> str:
-    with db.transaction() as session:
-        key = create_tenant(session, name)[1]
-        if limits:
-            session.execute(update(Tenant).where(Tenant.name == name).values(**limits))
-    return key
-
-
 def _upload(base: str, key: str, data: bytes) -> requests.Response:
     files = {"file": ("a.pdf", data, "application/pdf")}
     return requests.post(f"{base}/v1/documents", headers={"Authorization": f"Bearer {key}"}, files=files)
@@ -130,7 +76,7 @@ def test_an_oversized_or_keyless_body_is_answered_before_it_is_read(
     # Given a tenant allowed 3 MB
     base, db = served
     port = int(base.rsplit(":", 1)[1])
-    key = _tenant(db, "acme", max_upload_mb=3)
+    key = new_tenant(db, "acme", max_upload_mb=3)
 
     # When it, and a client without a key, announce 300 MB bodies
     keyed = probe(port, ANNOUNCED, {"Authorization": f"Bearer {key}"}, expect_continue=expect_continue)
@@ -148,7 +94,7 @@ def test_requests_receives_the_refusal_of_a_body_it_is_still_sending(
 ) -> None:
     # Given a tenant allowed 3 MB, and a client that sends its whole body before it reads an answer
     base, db = served
-    headers = {"Authorization": f"Bearer {_tenant(db, 'acme', max_upload_mb=3)}"} if keyed else {}
+    headers = {"Authorization": f"Bearer {new_tenant(db, 'acme', max_upload_mb=3)}"} if keyed else {}
 
     # When it posts a 300 MB file
     with announced_file.open("rb") as body:
@@ -167,7 +113,7 @@ def test_curl_receives_the_refusal_of_a_large_upload(
 ) -> None:
     # Given a tenant allowed 3 MB
     base, db = served
-    headers = ["-H", f"Authorization: Bearer {_tenant(db, 'acme', max_upload_mb=3)}"] if keyed else []
+    headers = ["-H", f"Authorization: Bearer {new_tenant(db, 'acme', max_upload_mb=3)}"] if keyed else []
 
     # When curl posts a 300 MB file, waiting for 100 Continue or not (an empty header drops it)
     command = ["curl", "-sS", "-w", "\n%{http_code}", "-H", expect, *headers]
@@ -186,7 +132,7 @@ def test_a_tenant_limit_above_the_service_default_takes_a_file_of_that_size(
 ) -> None:
     # Given a service default of 1 MB and a tenant allowed 3 MB
     base, db = served
-    key = _tenant(db, "big", max_upload_mb=3)
+    key = new_tenant(db, "big", max_upload_mb=3)
 
     # When it uploads a 2 MB PDF
     response = _upload(base, key, text_pdf(["A large one."]) + b"\n" * (2 * MB))
@@ -198,7 +144,7 @@ def test_a_tenant_limit_above_the_service_default_takes_a_file_of_that_size(
 def test_a_body_let_in_after_100_continue_is_read_whole(served: tuple[str, Database], tmp_path: Path) -> None:
     # Given a tenant allowed 3 MB, and a 2 MB PDF
     base, db = served
-    key = _tenant(db, "big", max_upload_mb=3)
+    key = new_tenant(db, "big", max_upload_mb=3)
     path = tmp_path / "a.pdf"
     path.write_bytes(text_pdf(["A large one."]) + b"\n" * (2 * MB))
 
@@ -214,13 +160,13 @@ def test_a_body_let_in_after_100_continue_is_read_whole(served: tuple[str, Datab
     assert json.loads(body)["status"] == "queued"
 
 
-def test_open_streams_and_half_sent_requests_do_not_starve_another_tenant(
+def test_open_streams_and_half_sent_requests_do_not_starve_anothernew_tenant(
     gateway: tuple[str, Database],
 ) -> None:
     # Given one tenant holding 20 event streams and 60 connections that sent half a request line
     base, db = gateway
     port = int(base.rsplit(":", 1)[1])
-    noisy, quiet = _tenant(db, "noisy"), _tenant(db, "quiet")
+    noisy, quiet = new_tenant(db, "noisy"), new_tenant(db, "quiet")
     job_id = _upload(base, noisy, text_pdf(["Streamed."])).json()["job_id"]
     assert _upload(base, quiet, text_pdf(["Listed."])).status_code == 202
     held = open_streams(port, noisy, job_id, 20) + half_open(port, 60)
@@ -241,7 +187,7 @@ def test_a_request_pipelined_behind_a_gated_body_is_answered(embedded: tuple[str
     # Given a keyed request with a chunked body (held at its headers for the gate) and, in the same
     # packet, a second request right behind it
     base, db = embedded
-    key = _tenant(db, "pipelined")
+    key = new_tenant(db, "pipelined")
     port = int(base.rsplit(":", 1)[1])
     first = (
         f"POST /v1/documents HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {key}\r\n"

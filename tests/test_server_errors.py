@@ -1,4 +1,5 @@
-"""The embedded server's own refusals (before the gateway runs) are problem+json with a stable code."""
+"""The embedded server's own refusals (before the gateway runs) are problem+json with a stable code, and
+its own limits hold for a chunked body too."""
 
 from __future__ import annotations
 
@@ -52,7 +53,13 @@ def exchange(server: Any, raw: bytes) -> tuple[int, dict[str, str], dict[str, An
             "upload_too_large",
         ),
         (b"GET /x HTTP/1.1\r\nHost: a\r\nContent-Length: nope\r\n\r\n", 400, "invalid_request"),
+        (
+            b"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n1000\r\n" + b"a" * 4096,
+            413,
+            "upload_too_large",
+        ),
     ],
+    ids=["headers", "content-length", "bad-length", "chunked"],
 )
 def test_the_servers_own_refusals_are_problem_json(server: Any, raw: bytes, status: int, code: str) -> None:
     # When a request breaks the server's own limits or syntax
@@ -61,3 +68,20 @@ def test_the_servers_own_refusals_are_problem_json(server: Any, raw: bytes, stat
     assert answered == status
     assert headers["content-type"] == "application/problem+json"
     assert (body["status"], body["code"]) == (status, code)
+
+
+def test_a_chunk_size_line_that_never_ends_is_refused() -> None:
+    # Given a server that takes bodies up to 1 MB
+    server = make_server(app, host="127.0.0.1", port=0, max_request_body_size=1024 * 1024)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        # When a chunked body's first size line runs on past 8 KB (kept in memory until it ends)
+        raw = b"POST /x HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + b"1" * 10_000
+        answered, headers, body = exchange(server, raw)
+    finally:
+        server.close()
+        thread.join(5)
+    # Then it is refused at once, a problem document
+    assert (answered, body["code"]) == (400, "invalid_request")
+    assert headers["content-type"] == "application/problem+json"

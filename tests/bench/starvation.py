@@ -88,9 +88,7 @@ def _gunicorn(url: str, folder: Path, streams: int) -> Iterator[int]:
 
 @contextmanager
 def _waitress(folder: Path, streams: int) -> Iterator[int]:
-    from deploy.body_gate import upload_gate
-    from deploy.embedded import SERVER_OPTIONS, SERVER_THREADS, STREAM_SLOTS
-    from deploy.waitress_server import make_server
+    from deploy.embedded import STREAM_SLOTS, gateway_server
     from gateway.api.events import limit_streams_per_process
     from gateway.app import create_app
 
@@ -99,9 +97,7 @@ def _waitress(folder: Path, streams: int) -> Iterator[int]:
     migrate(settings.effective_database_url)
     app = create_app(settings)
     limit_streams_per_process(app, STREAM_SLOTS)
-    server = make_server(
-        app, upload_gate(app), host="127.0.0.1", port=0, threads=SERVER_THREADS, **SERVER_OPTIONS
-    )
+    server = gateway_server(app, settings, host="127.0.0.1", port=0)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
