@@ -35,7 +35,8 @@ from shared.startup_heap import freeze_startup_heap
 logger = logging.getLogger("embedded")
 
 # Waitress runs each request on one of its threads; an event stream holds one for its lifetime, so
-# streams may take half of them and the rest always serve other requests (and /healthz).
+# streams may take half of them and the rest always serve other requests (and /healthz). One tenant
+# holds at most half of those (gateway/stream_slots.py), so busy tenants leave streams for others.
 SERVER_THREADS = 16
 STREAM_SLOTS = SERVER_THREADS // 2
 # A connection costs a socket, not a thread, until its request is whole: many may wait (poll, not

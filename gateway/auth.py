@@ -8,12 +8,14 @@ from functools import wraps
 from typing import Any, TypeVar
 
 from flask import g, request
+from sqlalchemy import Connection
+from sqlalchemy.orm import Session
 
 from gateway.services import services
 from shared import logging as ingest_logging
 from shared.errors import ForbiddenError, TenantSuspendedError, UnauthorizedError
 from shared.models import KeyRole, TenantStatus
-from shared.tenants import resolve_key
+from shared.tenants import KeyOwner, hash_key, resolve_key_hash
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -25,6 +27,17 @@ class Caller:
     # The tenant's own upload limit (None: the service default), read with the key so that an
     # upload needs no second look at the tenant row before it streams.
     max_upload_mb: int | None = None
+    # The key's hash (never the key), for a long request to check the key again (`still_authorised`).
+    key_hash: str = ""
+
+
+def _usable(owner: KeyOwner | None) -> KeyOwner:
+    """The owner of a key that works: 401 without one (unknown or revoked), 403 for a suspended tenant."""
+    if owner is None:
+        raise UnauthorizedError()
+    if owner.tenant_id is not None and owner.tenant_status != TenantStatus.ACTIVE.value:
+        raise TenantSuspendedError()
+    return owner
 
 
 def authenticate() -> Caller:
@@ -34,14 +47,23 @@ def authenticate() -> Caller:
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "bearer" or not key.strip():
         raise UnauthorizedError()
-    owner = services().db.reading(lambda connection: resolve_key(connection, key.strip()))
-    if owner is None:
-        raise UnauthorizedError()
-    if owner.tenant_id is not None and owner.tenant_status != TenantStatus.ACTIVE.value:
-        raise TenantSuspendedError()
-    caller = Caller(tenant_id=owner.tenant_id, role=owner.role, max_upload_mb=owner.max_upload_mb)
+    key_hash = hash_key(key.strip())
+    owner = _usable(services().db.reading(lambda connection: resolve_key_hash(connection, key_hash)))
+    caller = Caller(
+        tenant_id=owner.tenant_id, role=owner.role, max_upload_mb=owner.max_upload_mb, key_hash=key_hash
+    )
     ingest_logging.bind(tenant_id=caller.tenant_id)
     return caller
+
+
+def still_authorised(connection: Connection | Session, caller: Caller) -> bool:
+    """Whether the caller's key would still authenticate (not revoked, its tenant not suspended): a
+    request that outlives its start, such as an event stream, asks this now and then."""
+    try:
+        _usable(resolve_key_hash(connection, caller.key_hash))
+    except (UnauthorizedError, TenantSuspendedError):
+        return False
+    return True
 
 
 def key_required(view: F) -> F:

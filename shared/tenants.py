@@ -67,7 +67,12 @@ class KeyOwner:
 
 def resolve_key(connection: Connection | Session, key: str) -> KeyOwner | None:
     """The live key matching `key` with its tenant, or None."""
-    row = connection.execute(_key_owner(), {"key_hash": hash_key(key)}).first()
+    return resolve_key_hash(connection, hash_key(key))
+
+
+def resolve_key_hash(connection: Connection | Session, key_hash: str) -> KeyOwner | None:
+    """The live key with this hash (what a long request keeps instead of the key) with its tenant, or None."""
+    row = connection.execute(_key_owner(), {"key_hash": key_hash}).first()
     return None if row is None else KeyOwner(*row)
 
 

@@ -48,19 +48,23 @@ def _job(app: Flask, port: int, key: str) -> str:
 
 
 def test_streams_beyond_the_servers_share_of_threads_are_told_to_come_back(served: Any) -> None:
-    # Given a server whose streams may hold 3 of its 6 threads, and one tenant holding 3 streams
+    # Given a server whose streams may hold 3 of its 6 threads, all held: two by one tenant (its
+    # share) and the last by another
     app, port = served
-    noisy, quiet = tenant_key(app, "noisy"), tenant_key(app, "quiet")
-    job_id, _ = _job(app, port, noisy), _job(app, port, quiet)
-    held = open_streams(port, noisy, job_id, SLOTS)
+    noisy, busy, quiet = tenant_key(app, "noisy"), tenant_key(app, "busy"), tenant_key(app, "quiet")
+    job_id, busy_job, quiet_job = _job(app, port, noisy), _job(app, port, busy), _job(app, port, quiet)
+    held = open_streams(port, noisy, job_id, SLOTS - 1) + open_streams(port, busy, busy_job, 1)
     try:
-        # When it opens one more, while 40 connections sit on half a request line
+        # When the first opens one more, while 40 connections sit on half a request line
         extra = requests.get(f"http://127.0.0.1:{port}/v1/jobs/{job_id}/events", headers=auth(noisy))
         held += half_open(port, 40)
         # Then the extra stream is a 503 with Retry-After
         assert extra.status_code == 503
         assert extra.json()["code"] == "event_streams_busy"
         assert int(extra.headers["Retry-After"]) > 0
+        # As is a stream of a tenant holding none, the server's streams being all taken
+        late = requests.get(f"http://127.0.0.1:{port}/v1/jobs/{quiet_job}/events", headers=auth(quiet))
+        assert late.status_code == 503
 
         # And another tenant's requests and health checks are still answered, promptly
         jobs = latency(f"http://127.0.0.1:{port}/v1/jobs", auth(quiet), 30)

@@ -1,16 +1,19 @@
 """The job's events as a server-sent event stream, read from the stored events (any process may have
 written them), resumable from Last-Event-ID, ending once the job is final or after `events_max_s`.
 
-Each open stream holds one of the tenant's `events_max_streams_per_tenant` slots (shared/stream_leases.py,
+A final job whose last event the client has seen is a 204 at once, which takes no slot. Each open
+stream holds one of the tenant's `events_max_streams_per_tenant` slots (shared/stream_leases.py,
 shared by every gateway process); a further one is a 429 with Retry-After. A server whose streams
-hold threads (the embedded one) also caps its own streams (`limit_streams_per_process`), so that
-streams never take every thread: beyond it a stream is a 503 with Retry-After. Only the Authorization
-header authenticates: no credential is read from the URL, where logs and proxies would keep it."""
+hold threads (the embedded one) also caps its own streams (`limit_streams_per_process`), shared fairly
+among tenants (gateway/stream_slots.py), so that streams never take every thread: beyond it a stream
+is a 503 with Retry-After. Every `CREDENTIAL_CHECK_S` an open stream checks that its key still works
+and its tenant is active, and ends when not: the client's reconnect is then the 401 or 403. Only the
+Authorization header authenticates: no credential is read from the URL, where logs and proxies would
+keep it."""
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,10 +22,11 @@ from flask import Flask, Response, current_app, g, request
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
-from gateway.auth import tenant_required
+from gateway.auth import Caller, still_authorised, tenant_required
 from gateway.request_checks import MAX_ID
 from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services
+from gateway.stream_slots import StreamSlots
 from shared import stream_leases
 from shared.db import Database
 from shared.errors import InvalidRequestError, NotFoundError, StreamsBusyError
@@ -36,14 +40,17 @@ blp = Blueprint("events", __name__, description="Live progress as server-sent ev
 BATCH = 200
 # A comment line now and then keeps proxies from closing a quiet stream.
 KEEPALIVE_S = 15.0
+# How often an open stream checks its key and tenant (one small read, in its poll's transaction): a
+# revoked key or a suspended tenant stops receiving events within about this.
+CREDENTIAL_CHECK_S = 2.0
 FINAL = {s.value for s in TERMINAL}
 SLOTS = "event_stream_slots"
 
 
-def limit_streams_per_process(app: Flask, slots: int) -> None:
-    """At most `slots` streams open at once in this process (for a server with a thread per
-    request; a greenlet server needs none)."""
-    app.extensions[SLOTS] = threading.BoundedSemaphore(slots)
+def limit_streams_per_process(app: Flask, slots: int, *, per_tenant: int | None = None) -> None:
+    """At most `slots` streams open at once in this process, at most `per_tenant` of them (by default
+    half) one tenant's (for a server with a thread per request; a greenlet server needs none)."""
+    app.extensions[SLOTS] = StreamSlots(slots, per_tenant=per_tenant)
 
 
 def _last_seen(last_event_id: int | None) -> int:
@@ -62,10 +69,10 @@ def _last_seen(last_event_id: int | None) -> int:
 
 
 def _stream(
-    db: Database, job_id: str, after: int, lease_id: str, *, poll_s: float, max_s: float
+    db: Database, job_id: str, after: int, lease_id: str, caller: Caller, *, poll_s: float, max_s: float
 ) -> Iterator[str]:
     deadline = time.monotonic() + max_s
-    quiet_since = renewed = time.monotonic()
+    quiet_since = renewed = checked = time.monotonic()
     yield "retry: 2000\n\n"
     while True:
         if time.monotonic() - renewed >= stream_leases.LEASE_S / 3:
@@ -74,6 +81,10 @@ def _stream(
                 if not stream_leases.renew(session, lease_id):
                     return  # the slot lapsed (a stalled process): the client reconnects and resumes
         with db.transaction() as session:
+            if time.monotonic() - checked >= CREDENTIAL_CHECK_S:
+                checked = time.monotonic()
+                if not still_authorised(session, caller):
+                    return  # a revoked key or a suspended tenant: the reconnect is told which
             # The status first: every event committed before it is then visible to the next read
             # (PostgreSQL reads each statement at its own snapshot), so a final status comes with
             # its final event.
@@ -104,49 +115,69 @@ def _stream(
 @tenant_required
 @blp.arguments(EventStreamArgsSchema, location="query", as_kwargs=True)
 @blp.response(200, content_type="text/event-stream", description="The job's events, then the stream ends")
-@blp.alt_response(204, description="The job is final and the client has seen its last event")
+@blp.alt_response(
+    204,
+    description="The job is final and the client has seen its last event (no body; answered even when "
+    "every stream slot is taken)",
+)
 @blp.alt_response(
     429, description="The tenant has as many streams open as it may (Retry-After says when to try)"
 )
+@blp.alt_response(
+    503,
+    description="This server holds as many streams as it may, or the tenant its share of them "
+    "(Retry-After says when to try)",
+)
 def stream_events(job_id: str, last_event_id: int | None = None) -> Any:
     """The job's events as they happen (`id:` is the job's seq), from the first one after
-    Last-Event-ID; the stream ends once the job is completed, failed, dead-lettered or cancelled."""
+    Last-Event-ID; the stream ends once the job is completed, failed, dead-lettered or cancelled,
+    or once the key is revoked or the tenant suspended."""
     svc = services()
+    caller: Caller = g.caller
+    tenant_id = str(caller.tenant_id)
     after = _last_seen(last_event_id)
-    slots: threading.BoundedSemaphore | None = current_app.extensions.get(SLOTS)
-    if slots is not None and not slots.acquire(blocking=False):
-        raise StreamsBusyError(retry_after_s=5)
+    slots: StreamSlots | None = current_app.extensions.get(SLOTS)
+    holds_slot = False
     try:
         with svc.db.transaction() as session:
-            job = get_job(session, job_id, tenant_id=g.caller.tenant_id)
+            job = get_job(session, job_id, tenant_id=tenant_id)
             if job is None:
                 raise NotFoundError("No such job.")
             if job.status in FINAL and job.seq <= after:
-                # Nothing more will come: 204 tells an EventSource to stop reconnecting.
-                if slots is not None:
-                    slots.release()
+                # Nothing more will come: 204 tells an EventSource to stop reconnecting. It is
+                # answered before any slot is taken, so a busy server still tells a client it is done.
                 return Response(status=204)
+            if slots is not None:
+                holds_slot = slots.acquire(tenant_id)
+                if not holds_slot:
+                    raise StreamsBusyError(retry_after_s=5)
             lease_id = stream_leases.acquire(
-                session, g.caller.tenant_id, cap=svc.settings.events_max_streams_per_tenant
+                session, tenant_id, cap=svc.settings.events_max_streams_per_tenant
             )
     except BaseException:
-        if slots is not None:
-            slots.release()
+        if slots is not None and holds_slot:
+            slots.release(tenant_id)
         raise
     stream = _stream(
-        svc.db, job_id, after, lease_id, poll_s=svc.settings.events_poll_s, max_s=svc.settings.events_max_s
+        svc.db,
+        job_id,
+        after,
+        lease_id,
+        caller,
+        poll_s=svc.settings.events_poll_s,
+        max_s=svc.settings.events_max_s,
     )
     headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
     response = Response(stream, status=200, mimetype="text/event-stream", headers=headers)
     # The server closes the response when the stream ends or the client goes, started or not.
-    response.call_on_close(lambda: _release(svc.db, lease_id, slots))
+    response.call_on_close(lambda: _release(svc.db, lease_id, slots, tenant_id))
     return response
 
 
-def _release(db: Database, lease_id: str, slots: threading.BoundedSemaphore | None) -> None:
+def _release(db: Database, lease_id: str, slots: StreamSlots | None, tenant_id: str) -> None:
     try:
         with db.transaction() as session:
             stream_leases.release(session, lease_id)
     finally:
         if slots is not None:
-            slots.release()
+            slots.release(tenant_id)
