@@ -180,3 +180,29 @@ def test_a_metadata_filter_past_64_bits_is_invalid_filter(api: Flask, condition:
     response = client.post("/v1/search", json=body, headers=auth(key))
     # Then it is refused with a code, not an OverflowError
     assert _code(response) == (400, "invalid_filter")
+
+
+@pytest.mark.parametrize(
+    "disposition",
+    [
+        "form-data; name=\"file\"; filename*=UTF-8''a%0D%0Ab%E2%80%AEfdp.exe.pdf",
+        'form-data; name="file"; filename="a\tb\u202efdp.exe.pdf"',
+    ],
+    ids=["filename*", "filename"],
+)
+def test_control_and_bidi_characters_never_reach_a_stored_filename(api: Flask, disposition: str) -> None:
+    # When an upload names its file with CR, LF or a tab and a right-to-left override
+    client, key = api.test_client(), tenant_key(api, "acme")
+    body = (
+        f"--B\r\nContent-Disposition: {disposition}\r\nContent-Type: application/pdf\r\n\r\n".encode()
+        + PDF
+        + b"\r\n--B--\r\n"
+    )
+    response = client.post(
+        "/v1/documents", headers=auth(key), data=body, content_type="multipart/form-data; boundary=B"
+    )
+    assert response.status_code == 202, response.get_json()
+    # Then the stored name has the controls replaced and the override dropped, and so has the download
+    document_id = response.get_json()["document_id"]
+    stored = client.get(f"/v1/documents/{document_id}", headers=auth(key)).get_json()["filename"]
+    assert stored in ("a__bfdp.exe.pdf", "a_bfdp.exe.pdf")
