@@ -206,3 +206,16 @@ def test_control_and_bidi_characters_never_reach_a_stored_filename(api: Flask, d
     document_id = response.get_json()["document_id"]
     stored = client.get(f"/v1/documents/{document_id}", headers=auth(key)).get_json()["filename"]
     assert stored in ("a__bfdp.exe.pdf", "a_bfdp.exe.pdf")
+
+
+def test_the_docs_page_refuses_framing_sniffing_and_other_origins(api: Flask) -> None:
+    # When the docs page (where users paste keys) and one of its assets are fetched
+    client = api.test_client()
+    for path in ("/docs", "/docs/assets/swagger-ui.css"):
+        response = client.get(path)
+        # Then each carries a CSP, a framing refusal and nosniff
+        assert response.status_code == 200, path
+        assert "default-src 'self'" in response.headers["Content-Security-Policy"]
+        assert "frame-ancestors 'none'" in response.headers["Content-Security-Policy"]
+        assert response.headers["X-Frame-Options"] == "DENY"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
