@@ -12,12 +12,22 @@ MAX_NAME_CHARS = 200
 # Control characters (CR and LF above all), path separators and the characters that would end or
 # escape a quoted-string: none may reach the header.
 UNSAFE = re.compile(r'[\x00-\x1f\x7f-\x9f/\\"]')
+# Control characters and the bidirectional marks, embeddings, overrides and isolates, which can make
+# "report\u202efdp.exe" show as "reportexe.pdf": none may reach a stored or downloaded name.
+CONTROLS = re.compile(r"[\x01-\x1f\x7f-\x9f]")
+BIDI = re.compile("[\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def display_name(filename: str) -> str:
+    """The name as stored and shown: control characters replaced, bidirectional controls dropped
+    (from `filename` and RFC 5987 `filename*` alike; a NUL is refused before this)."""
+    return CONTROLS.sub("_", BIDI.sub("", filename))
 
 
 def safe_name(filename: str) -> str:
     """The filename's last path component without control characters, trimmed; a default if nothing
     is left (or only dots)."""
-    name = UNSAFE.sub("_", filename.replace("\\", "/").rsplit("/", 1)[-1]).strip().strip(".")
+    name = UNSAFE.sub("_", BIDI.sub("", filename).replace("\\", "/").rsplit("/", 1)[-1]).strip().strip(".")
     return name[:MAX_NAME_CHARS] or FALLBACK_NAME
 
 

@@ -3,7 +3,7 @@ nothing from another origin and works offline."""
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, abort, send_from_directory
+from flask import Blueprint, Response, abort, request, send_from_directory
 from swagger_ui_bundle import swagger_ui_path
 
 URL = "/docs/assets/"
@@ -11,7 +11,27 @@ URL = "/docs/assets/"
 ASSETS = frozenset({"swagger-ui.css", "swagger-ui-bundle.js", "swagger-ui-standalone-preset.js"})
 ONE_DAY_S = 86_400
 
+# flask-smorest's page starts Swagger UI from one inline script and Swagger UI sets inline styles;
+# everything else it loads is ours (these files, /openapi.json), and nothing may frame the page
+# where users paste their keys.
+DOCS_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+        "img-src 'self' data:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+    ),
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+}
+
 blp = Blueprint("swagger_assets", __name__)
+
+
+@blp.after_app_request
+def docs_headers(response: Response) -> Response:
+    """The docs page's CSP and framing refusal; nosniff on it and on its assets."""
+    if request.path in ("/docs", "/docs/") or request.path.startswith(URL):
+        response.headers.update(DOCS_HEADERS)
+    return response
 
 
 @blp.get(URL + "<name>")

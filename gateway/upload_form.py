@@ -17,6 +17,7 @@ from python_multipart.multipart import MultipartParser
 from werkzeug.http import parse_options_header
 
 from gateway import multipart_feed
+from gateway.content_disposition import display_name
 from gateway.multipart_feed import NoDelimiterError
 from gateway.uploads import IncomingFile
 from shared.errors import (
@@ -195,7 +196,7 @@ class _FormReader:
             raise InvalidRequestError(f"At most {self.max_files} files per request.", code="too_many_files")
         # PostgreSQL cannot store NUL in text: refused once the form is read, as before.
         self.form.nul_filename = self.form.nul_filename or "\x00" in filename
-        item = self.open_file(filename[:255] or DEFAULT_FILENAME)
+        item = self.open_file(display_name(filename)[:255] or DEFAULT_FILENAME)
         self.form.files.append(item)
         self.file_fields.append(name)
         part = _FilePart(item, self.limit_bytes)

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 from shared.errors import InvalidMetadataError
+from shared.json_documents import has_lone_surrogate
 
 MAX_BYTES = 8 * 1024
 KEY = re.compile(r"[A-Za-z0-9_]{1,64}")
@@ -64,8 +65,8 @@ def checked(value: Any) -> dict[str, Any]:
 
 def _scalar(value: Any) -> bool:
     if isinstance(value, str):
-        # PostgreSQL cannot store NUL in text.
-        return "\x00" not in value
+        # PostgreSQL cannot store NUL in text, nor any store a lone surrogate (no UTF-8 for it).
+        return "\x00" not in value and not has_lone_surrogate(value)
     if isinstance(value, float):
         return math.isfinite(value)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -84,5 +85,5 @@ def _kind(value: Any) -> str:
     if isinstance(value, int):
         return "an integer beyond 64 bits"
     if isinstance(value, str):
-        return "a string with a NUL character"
+        return "a string with a NUL character or a lone surrogate"
     return type(value).__name__

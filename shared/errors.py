@@ -69,6 +69,21 @@ class InvalidRequestError(PermanentError):
     message = "The request is malformed."
 
 
+class InvalidJsonError(InvalidRequestError):
+    code = "invalid_json"
+    message = "The body is not JSON this service reads: UTF-8, no NaN or Infinity, nested at most 32 deep."
+
+
+class InvalidTextError(InvalidRequestError):
+    code = "invalid_text"
+    message = "A string holds a lone UTF-16 surrogate (U+D800-U+DFFF), which is not a character."
+
+
+class InvalidFilterError(InvalidRequestError):
+    code = "invalid_filter"
+    message = "The search filter is invalid."
+
+
 class UploadTooLargeError(PermanentError):
     code = "upload_too_large"
     message = "The upload is larger than the allowed size."

@@ -13,8 +13,19 @@ from typing import Any
 
 from qdrant_client import models
 
+from shared.errors import InvalidFilterError
+
 METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Scalar = str | int | float | bool
+# Qdrant (server and engine) holds integers as signed 64-bit: a larger one cannot be compared.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def refuse_big_ints(values: Any) -> None:
+    """`InvalidFilterError` when one of `values` is an integer outside the signed 64-bit range."""
+    for value in values:
+        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
+            raise InvalidFilterError("A metadata filter's integers must fit in a signed 64-bit integer.")
 
 
 @dataclass(frozen=True)
@@ -35,6 +46,7 @@ class MetadataCondition:
             raise ValueError("a metadata condition is one of eq, in, or a range (gte/lte)")
         if self.any_of is not None and len({type(v) for v in self.any_of}) > 1:
             raise ValueError("the values of `in` are all strings or all integers")
+        refuse_big_ints([self.eq, *(self.any_of or ())])
 
 
 @dataclass(frozen=True)

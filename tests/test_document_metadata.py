@@ -43,6 +43,8 @@ def test_valid_metadata_is_returned_as_given() -> None:
         ('{"a": [1, [2]]}', "metadata.a is a list with an item"),
         ('{"a": [null]}', "metadata.a is a list with an item"),
         ('{"a": "x\\u0000y"}', "NUL character"),
+        ('{"a": "x\\ud800y"}', "lone surrogate"),
+        ('{"a": ["\\udfff"]}', "metadata.a is a list with an item"),
         ('{"a": 99999999999999999999}', "beyond 64 bits"),
         (json.dumps({"big": "x" * 8200}), "larger than 8192 bytes"),
         ("[" * 5000 + "]" * 5000, "larger than 8192 bytes"),
