@@ -24,6 +24,7 @@ from tests.hostile_pdfs.encryption import (
     unknown_revision_encrypted_pdf,
 )
 from tests.hostile_pdfs.filters import (
+    BROKEN_FILTERS,
     abbreviated_a85_pdf,
     abbreviated_flate_pdf,
     base64_85,
@@ -53,6 +54,7 @@ from tests.hostile_pdfs.structure import (
 
 __all__ = [
     "BROKEN_ENCRYPTION",
+    "BROKEN_FILTERS",
     "CATALOG",
     "ENCRYPTION_ALGORITHMS",
     "MEDIA_BOX",

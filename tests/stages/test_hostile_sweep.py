@@ -2,9 +2,9 @@
 fails with a specific permanent code, none with an internal error, and the children keep serving.
 
 The files: every generator of tests/hostile_pdfs/, every standard encryption with and without a user
-password, every broken encryption dictionary, and seeded truncations and bit flips of real-world
-documents: those under tests/fixtures/real/ and a few generated here with reportlab, fpdf2 and pypdf in
-the shapes common generators write.
+password, every broken encryption dictionary and filter parameter, and seeded truncations and bit flips
+of real-world documents: those under tests/fixtures/real/ and a few generated here with reportlab, fpdf2
+and pypdf in the shapes common generators write.
 """
 
 from __future__ import annotations
@@ -189,6 +189,7 @@ def generators() -> dict[str, Callable[[], bytes]]:
             hostile_pdfs.encrypted_with, algorithm, user_password="hunter2"
         )
     found.update({f"encryption: {name}": make for name, make in hostile_pdfs.BROKEN_ENCRYPTION.items()})
+    found.update({f"filter: {name}": make for name, make in hostile_pdfs.BROKEN_FILTERS.items()})
     found["truncated_pdf"] = pdfs.truncated_pdf
     found["flate_bomb_pdf"] = pdfs.flate_bomb_pdf
     return found
