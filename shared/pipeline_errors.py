@@ -119,6 +119,14 @@ class UnsupportedEncryptionError(EncryptedPdfError):
     message = "The PDF is encrypted with a method the service cannot open (such as a certificate)."
 
 
+class InvalidEncryptionError(EncryptedPdfError):
+    """The encryption dictionary gives the cipher what it cannot take: a key length that is no whole
+    number of bytes in range, a truncated key or permission entry."""
+
+    code = "invalid_encryption"
+    message = "The PDF's encryption settings are invalid (such as a key length no cipher accepts)."
+
+
 class UnsupportedFilterError(InvalidPdfError):
     code = "unsupported_filter"
     message = "The PDF compresses its content with a method the service cannot decode (such as JBIG2)."

@@ -1,5 +1,6 @@
 """Hostile and broken PDFs, mostly written byte by byte: bombs, lying counts, looping trees, huge images,
-encryption of every standard kind and others, filters pypdf cannot decode, damaged cross-references."""
+encryption of every standard kind and others, broken encryption dictionaries, filters pypdf cannot
+decode, damaged cross-references."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from tests.hostile_pdfs.bombs import (
     shared_branch_pdf,
     shared_stream_bomb_pdf,
 )
+from tests.hostile_pdfs.broken_encryption import BROKEN_ENCRYPTION, patched_encryption, standard_encrypt
 from tests.hostile_pdfs.encryption import (
     ENCRYPTION_ALGORITHMS,
     certificate_encrypted_pdf,
@@ -22,6 +24,7 @@ from tests.hostile_pdfs.encryption import (
     unknown_revision_encrypted_pdf,
 )
 from tests.hostile_pdfs.filters import (
+    BROKEN_FILTERS,
     abbreviated_a85_pdf,
     abbreviated_flate_pdf,
     base64_85,
@@ -50,6 +53,8 @@ from tests.hostile_pdfs.structure import (
 )
 
 __all__ = [
+    "BROKEN_ENCRYPTION",
+    "BROKEN_FILTERS",
     "CATALOG",
     "ENCRYPTION_ALGORITHMS",
     "MEDIA_BOX",
@@ -80,11 +85,13 @@ __all__ = [
     "owner_only_pdf",
     "parent_loop_pdf",
     "password_pdf",
+    "patched_encryption",
     "self_drawing_form_pdf",
     "self_referencing_contents_pdf",
     "shared_branch_pdf",
     "shared_stream_bomb_pdf",
     "shifted_xref_pdf",
+    "standard_encrypt",
     "unknown_filter_pdf",
     "unknown_revision_encrypted_pdf",
     "wrong_type_everywhere_pdf",

@@ -40,7 +40,7 @@ def encrypted_with(algorithm: str, *, user_password: str = "", text: str = "Encr
 
 def certificate_encrypted_pdf() -> bytes:
     """A page behind the public-key (certificate) security handler, which opens only with a private key."""
-    return _with_trailer_encrypt(
+    return with_trailer_encrypt(
         b"<< /Filter /Adobe.PubSec /SubFilter /adbe.pkcs7.s5 /V 4 /R 4 /Length 128"
         b" /Recipients [<3082>] /CF << /DefaultCryptFilter << /CFM /AESV2 /Length 16 >> >>"
         b" /StmF /DefaultCryptFilter /StrF /DefaultCryptFilter >>"
@@ -49,12 +49,12 @@ def certificate_encrypted_pdf() -> bytes:
 
 def unknown_revision_encrypted_pdf() -> bytes:
     """A page behind the standard security handler at a revision no specification defines."""
-    return _with_trailer_encrypt(
+    return with_trailer_encrypt(
         b"<< /Filter /Standard /V 9 /R 9 /Length 256 /O <%s> /U <%s> /P -4 >>" % (b"00" * 48, b"00" * 48)
     )
 
 
-def _with_trailer_encrypt(encrypt: bytes) -> bytes:
+def with_trailer_encrypt(encrypt: bytes) -> bytes:
     body = raw_pdf([CATALOG, b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>", leaf_page(2), encrypt])
     return body.replace(
         b"/Root 1 0 R >>", b"/Root 1 0 R /Encrypt 4 0 R /ID [<%s> <%s>] >>" % (b"ab" * 16, b"ab" * 16)

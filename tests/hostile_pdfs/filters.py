@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
+from functools import partial
 
 from tests.hostile_pdfs.objects import CATALOG, leaf_page
 from tests.pdfs import raw_pdf
@@ -64,3 +66,39 @@ def base64_85(data: bytes) -> bytes:
     import base64
 
     return base64.a85encode(data) + b"~>"
+
+
+def _flate_with(parms: bytes) -> bytes:
+    return filtered_content_pdf(b"/FlateDecode", zlib.compress(b"BT ET"), b" /DecodeParms << %s >>" % parms)
+
+
+# Content streams under filters with broken parameters, by name, as the hostile sweep runs them.
+BROKEN_FILTERS: dict[str, Callable[[], bytes]] = {
+    **{
+        f"Flate with {parms.decode()}": partial(_flate_with, parms)
+        for parms in (
+            b"/Predictor 99",
+            b"/Predictor 12 /Colors 0",
+            b"/Predictor 12 /Columns 0",
+            b"/Predictor 12 /BitsPerComponent 3",
+            b"/Predictor 2 /Columns -5",
+            b"/Predictor (x)",
+            b"/Predictor 12 /Columns 99999999999",
+            b"/Predictor 15 /Colors 1000000",
+        )
+    },
+    "CCITT with a string /K and negative /Columns": partial(
+        filtered_content_pdf, b"/CCITTFaxDecode", b"\xff" * 20, b" /DecodeParms << /K (x) /Columns -1 >>"
+    ),
+    "CCITT with no columns or rows": partial(
+        filtered_content_pdf,
+        b"/CCITTFaxDecode",
+        b"\xff" * 20,
+        b" /DecodeParms << /K -1 /Columns 0 /Rows 0 >>",
+    ),
+    "DCT over garbage": partial(filtered_content_pdf, b"/DCTDecode", b"\xff\xd8\xff garbage"),
+    "JPX over garbage": partial(filtered_content_pdf, b"/JPXDecode", b"\x00\x00\x00\x0cjP  garbage"),
+    "LZW with a string /EarlyChange": partial(
+        filtered_content_pdf, b"/LZWDecode", b"\xff" * 20, b" /DecodeParms << /EarlyChange (x) >>"
+    ),
+}

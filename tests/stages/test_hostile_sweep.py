@@ -2,8 +2,9 @@
 fails with a specific permanent code, none with an internal error, and the children keep serving.
 
 The files: every generator of tests/hostile_pdfs/, every standard encryption with and without a user
-password, and seeded truncations and bit flips of real-world documents: those under tests/fixtures/real/
-and a few generated here with reportlab, fpdf2 and pypdf in the shapes common generators write.
+password, every broken encryption dictionary and filter parameter, and seeded truncations and bit flips
+of real-world documents: those under tests/fixtures/real/ and a few generated here with reportlab, fpdf2
+and pypdf in the shapes common generators write.
 """
 
 from __future__ import annotations
@@ -187,6 +188,8 @@ def generators() -> dict[str, Callable[[], bytes]]:
         found[f"{algorithm} with a user password"] = partial(
             hostile_pdfs.encrypted_with, algorithm, user_password="hunter2"
         )
+    found.update({f"encryption: {name}": make for name, make in hostile_pdfs.BROKEN_ENCRYPTION.items()})
+    found.update({f"filter: {name}": make for name, make in hostile_pdfs.BROKEN_FILTERS.items()})
     found["truncated_pdf"] = pdfs.truncated_pdf
     found["flate_bomb_pdf"] = pdfs.flate_bomb_pdf
     return found
@@ -236,6 +239,7 @@ def test_the_sweep_covers_every_kind_of_damage() -> None:
     assert kinds | {"many_pages_pdf", "shifted_xref_pdf", "certificate_encrypted_pdf"} <= generators().keys()
     assert all(f"{name} 1 bit flipped" in CASES for name in BASES)
     assert {f"{a} with a user password" for a in hostile_pdfs.ENCRYPTION_ALGORITHMS} <= CASES.keys()
+    assert {f"encryption: {name}" for name in hostile_pdfs.BROKEN_ENCRYPTION} <= CASES.keys()
     # And damage is deterministic: the same seed gives the same bytes
     assert bit_flipped(report_pdf, "seed", 10) == bit_flipped(report_pdf, "seed", 10) != report_pdf()
 
@@ -266,6 +270,26 @@ def test_encryption_opens_without_a_password_and_stops_at_one(tmp_path: Path, al
     pages = run_isolated(extract_pages, open_to_all, min_chars=20, timeout_s=60, memory_mb=1024)
     assert " ".join(pages[0].text.split()) == TEXT.strip()
     assert through_the_stages(locked) == "encrypted"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "RC4-40 with /Length 7",
+        "RC4-40 with /Length 0",
+        "RC4-128 with /Length 7",
+        "RC4-128 with /Length -40",
+        "AES-256 with a truncated /UE",
+        "AES-256 with a truncated /Perms",
+    ],
+)
+def test_a_key_the_cipher_refuses_fails_as_invalid_encryption(tmp_path: Path, name: str) -> None:
+    # Given a file whose encryption dictionary gives the cipher a key (or an encrypted key) of a length
+    # it refuses: the error comes from the crypto provider, not from pypdf's own frames
+    path = pdfs.write_pdf(tmp_path, hostile_pdfs.BROKEN_ENCRYPTION[name]())
+
+    # When it goes through the stages / Then it fails permanently as invalid encryption
+    assert through_the_stages(path) == "invalid_encryption"
 
 
 def test_the_children_still_serve_a_good_file_after_the_sweep(tmp_path: Path) -> None:
