@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,57 @@ TEST_DATABASE_URL = os.environ.get(
 )
 TEST_REDIS_URL = os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 MODEL_CACHE_DIR = os.environ.get("INGEST_MODEL_CACHE_DIR", str(ROOT / "var" / "models"))
+
+
+# The real servers a fixture stands for, and the marker each test that uses one carries (given here
+# at collection, so `-m "not browser"` and the like select by what a test needs).
+SERVER_FIXTURES = {
+    "pg_server_url": "postgres",
+    "redis_url": "redis",
+    "private_redis": "redis",
+    "s3_server": "s3",
+    "rabbitmq_node": "rabbitmq",
+    "console": "browser",
+}
+SERVER_MARKERS = frozenset(SERVER_FIXTURES.values())
+# Modules whose tests share what a module-level cache built (so one worker runs them all).
+SHARED_CACHES = {"test_real_documents": "real-documents", "test_retrieval_real": "real-documents"}
+
+
+def server_markers(fixturenames: Iterable[str], params: Iterable[object]) -> set[str]:
+    """The server markers a test needs: from the fixtures it requests, and from a parameter naming a
+    server (`any_db[postgres]` and the like request theirs when they run)."""
+    names = {SERVER_FIXTURES[f] for f in fixturenames if f in SERVER_FIXTURES}
+    return names | {p for p in params if isinstance(p, str) and p in SERVER_MARKERS}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        params = callspec.params.values() if callspec is not None else ()
+        for name in server_markers(getattr(item, "fixturenames", ()), params):
+            item.add_marker(name)
+        # A module-scoped fixture is built once per worker that runs one of its tests: keep them together.
+        module = item.nodeid.split("::")[0]
+        fixturedefs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
+        group = SHARED_CACHES.get(Path(module).stem)
+        if group is None and any(d.scope == "module" for defs in fixturedefs.values() for d in defs):
+            group = module
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    """A test that reached a server without its marker fails, naming the marker it lacks."""
+    yield
+    used = getattr(getattr(item, "_request", None), "_fixture_defs", {})
+    lacking = sorted(
+        {m for f, m in SERVER_FIXTURES.items() if f in used} - {m.name for m in item.iter_markers()}
+    )
+    if lacking:
+        pytest.fail(f"{item.nodeid} uses a server without its marker: add {lacking}", pytrace=False)
 
 
 def missing_service(what: str) -> None:
