@@ -1,7 +1,7 @@
 """Shared fixtures: settings for the embedded topology, and the real servers of the production one.
 
-Both kinds of settings embed with the deterministic fake (tests/fakes.py), which counts tokens as the
-offline model does: tests about embedding and retrieval ask for `embedder="local"` themselves.
+Both kinds of settings embed with the deterministic fake (tests/shared/embedders/fakes.py), which counts
+tokens as the offline model does: tests about embedding and retrieval ask for `embedder="local"` themselves.
 
 PostgreSQL and Redis are the machine's servers (INGEST_TEST_DATABASE_URL, INGEST_TEST_REDIS_URL).
 When one is missing its tests skip with a loud reason on a laptop and fail under CI=true, so CI
@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import secrets
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,11 @@ import sqlalchemy as sa
 from shared.db import Database, migrate
 from shared.models import Base
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.fakes import FAKE_EMBEDDER
+from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.databases import migrate_database
+
+# Markers from the servers a test uses, and the grouping of tests across xdist workers.
+pytest_plugins = ["tests.support.markers"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATABASE_URL = os.environ.get(
@@ -33,57 +36,6 @@ TEST_DATABASE_URL = os.environ.get(
 )
 TEST_REDIS_URL = os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 MODEL_CACHE_DIR = os.environ.get("INGEST_MODEL_CACHE_DIR", str(ROOT / "var" / "models"))
-
-
-# The real servers a fixture stands for, and the marker each test that uses one carries (given here
-# at collection, so `-m "not browser"` and the like select by what a test needs).
-SERVER_FIXTURES = {
-    "pg_server_url": "postgres",
-    "redis_url": "redis",
-    "private_redis": "redis",
-    "s3_server": "s3",
-    "rabbitmq_node": "rabbitmq",
-    "console": "browser",
-}
-SERVER_MARKERS = frozenset(SERVER_FIXTURES.values())
-# Modules whose tests share what a module-level cache built (so one worker runs them all).
-SHARED_CACHES = {"test_real_documents": "real-documents", "test_retrieval_real": "real-documents"}
-
-
-def server_markers(fixturenames: Iterable[str], params: Iterable[object]) -> set[str]:
-    """The server markers a test needs: from the fixtures it requests, and from a parameter naming a
-    server (`any_db[postgres]` and the like request theirs when they run)."""
-    names = {SERVER_FIXTURES[f] for f in fixturenames if f in SERVER_FIXTURES}
-    return names | {p for p in params if isinstance(p, str) and p in SERVER_MARKERS}
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        callspec = getattr(item, "callspec", None)
-        params = callspec.params.values() if callspec is not None else ()
-        for name in server_markers(getattr(item, "fixturenames", ()), params):
-            item.add_marker(name)
-        # A module-scoped fixture is built once per worker that runs one of its tests: keep them together.
-        module = item.nodeid.split("::")[0]
-        fixturedefs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-        group = SHARED_CACHES.get(Path(module).stem)
-        if group is None and any(d.scope == "module" for defs in fixturedefs.values() for d in defs):
-            group = module
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
-    """A test that reached a server without its marker fails, naming the marker it lacks."""
-    yield
-    used = getattr(getattr(item, "_request", None), "_fixture_defs", {})
-    lacking = sorted(
-        {m for f, m in SERVER_FIXTURES.items() if f in used} - {m.name for m in item.iter_markers()}
-    )
-    if lacking:
-        pytest.fail(f"{item.nodeid} uses a server without its marker: add {lacking}", pytrace=False)
 
 
 def missing_service(what: str) -> None:
@@ -180,7 +132,7 @@ def broker_namespace(redis_url: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A private SeaweedFS S3 server with authentication on, for the whole run."""
-    from tests.s3_server import running_s3_server
+    from tests.support.s3_server import running_s3_server
 
     with running_s3_server(tmp_path_factory.mktemp("weed")) as info:
         yield info
@@ -189,7 +141,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A private RabbitMQ node (its own name, ports and files) for the whole run, stopped at the end."""
-    from tests.rabbitmq_server import running_rabbitmq, server_script
+    from tests.support.rabbitmq_server import running_rabbitmq, server_script
 
     if server_script() is None:
         missing_service("the rabbitmq-server package (make test-debs installs it)")

@@ -19,8 +19,8 @@ from shared.db import Database
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.pdfs import text_pdf
-from tests.starvation import close_all, half_open, latency, open_streams
+from tests.support.pdfs import text_pdf
+from tests.support.starvation import close_all, half_open, latency, open_streams
 
 THREADS = 6
 SLOTS = 3

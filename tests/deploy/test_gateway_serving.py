@@ -30,10 +30,10 @@ from shared.models import Tenant
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.body_probe import probe
-from tests.pdfs import text_pdf
-from tests.ports import free_port
-from tests.starvation import close_all, half_open, latency, open_streams
+from tests.support.body_probe import probe
+from tests.support.pdfs import text_pdf
+from tests.support.ports import free_port
+from tests.support.starvation import close_all, half_open, latency, open_streams
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -52,7 +52,7 @@ def gateway(pg_db: Database, tmp_path: Path) -> Iterator[tuple[str, Database]]:
     port = free_port()
     env = {
         **os.environ,
-        "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
         "INGEST_DATABASE_URL": pg_db.engine.url.render_as_string(hide_password=False),
         "INGEST_DATA_DIR": str(tmp_path / "data"),
         "INGEST_EMBEDDER": "fake",

@@ -15,8 +15,8 @@ from ingest_worker.resources import Resources
 from shared.models import Job
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.inprocess import in_process_service
-from tests.pdfs import text_pdf
+from tests.support.inprocess import in_process_service
+from tests.support.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
 

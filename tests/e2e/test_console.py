@@ -16,8 +16,8 @@ import requests
 from selenium.webdriver.common.by import By
 
 from tests.conftest import missing_service
-from tests.console_browser import Console, Served, browser_missing, chromium, production_like, served
-from tests.pdfs import text_pdf, write_pdf
+from tests.support.console_browser import Console, Served, browser_missing, chromium, production_like, served
+from tests.support.pdfs import text_pdf, write_pdf
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis]
 

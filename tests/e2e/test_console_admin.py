@@ -10,9 +10,9 @@ import pytest
 from selenium.webdriver.common.by import By
 
 from tests.conftest import missing_service
-from tests.console_browser import Console, Served, browser_missing, chromium, production_like, served
-from tests.console_seed import CONTRACT, REPORT, dead_lettered_job, failing_provider
-from tests.openai_server import OpenAIServer
+from tests.support.console_browser import Console, Served, browser_missing, chromium, production_like, served
+from tests.support.console_seed import CONTRACT, REPORT, dead_lettered_job, failing_provider
+from tests.support.openai_server import OpenAIServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis]
 

@@ -27,10 +27,10 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MODEL_CACHE_DIR, missing_service
-from tests.pdfs import text_pdf
-from tests.ports import free_port
+from tests.support.pdfs import text_pdf
+from tests.support.ports import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ["README.md", "docs/api.md"]
 DOC_PORT = "8000"
 DOC_RECEIVER_PORT = "9000"

@@ -8,8 +8,8 @@ import pytest
 from flask import Flask
 
 from ingest_worker.resources import Resources
-from tests import hostile_pdfs
-from tests.test_pipeline_embedded import new_key, service, wait_final
+from tests.e2e.test_pipeline_embedded import new_key, service, wait_final
+from tests.support import hostile_pdfs
 
 pytestmark = pytest.mark.slow
 

@@ -22,10 +22,10 @@ from shared.artifacts import PageText, chunks_from_json, pages_from_json
 from shared.models import JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests import scans
-from tests.inprocess import in_process_service
-from tests.ocr_texts import TEXTS
-from tests.text_metrics import character_error_rate
+from tests.support import scans
+from tests.support.inprocess import in_process_service
+from tests.support.ocr_texts import TEXTS
+from tests.support.text_metrics import character_error_rate
 
 pytestmark = [pytest.mark.slow, pytest.mark.ocr]
 

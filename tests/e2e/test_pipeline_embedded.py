@@ -18,8 +18,8 @@ from shared.models import JobEvent, JobStage
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.inprocess import in_process_service
-from tests.pdfs import text_pdf
+from tests.support.inprocess import in_process_service
+from tests.support.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -189,7 +189,7 @@ def test_deleting_a_document_removes_its_points_and_its_bytes(service: tuple[Fla
 def test_hostile_files_fail_with_their_codes_and_the_worker_carries_on(
     service: tuple[Flask, Resources],
 ) -> None:
-    from tests.stages.test_hostile import HOSTILE
+    from tests.ingest_worker.stages.test_hostile import HOSTILE
 
     app, resources = service
     client = app.test_client()

@@ -23,8 +23,8 @@ from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from shared.vectorstores import open_vector_store
-from tests.pdfs import text_pdf
-from tests.ports import free_port
+from tests.support.pdfs import text_pdf
+from tests.support.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.s3]
 
@@ -150,8 +150,8 @@ def test_with_the_broker_down_uploads_get_202_and_run_when_it_is_back(
 def test_webhooks_and_the_event_stream_work_across_processes(
     prod_settings: Settings, workers: Topology
 ) -> None:
-    from tests.test_webhooks_e2e import EVERY_EVENT, parse_sse
-    from tests.webhook_receiver import receiver
+    from tests.e2e.test_webhooks_e2e import EVERY_EVENT, parse_sse
+    from tests.support.webhook_receiver import receiver
 
     app = gateway(prod_settings)
     client = app.test_client()

@@ -16,8 +16,8 @@ import redis
 
 from shared.queue import make_broker
 from shared.settings import Settings, child_environment
-from tests.cap_probe import PROBE_QUEUE
 from tests.conftest import ROOT
+from tests.support.cap_probe import PROBE_QUEUE
 
 pytestmark = [pytest.mark.rabbitmq, pytest.mark.redis, pytest.mark.slow]
 
@@ -31,7 +31,18 @@ def start_pool(settings: Settings, log: Path, probe_key: str, redis_url: str) ->
     )
     with log.open("wb") as out:
         return subprocess.Popen(
-            [sys.executable, "-m", "dramatiq", "tests.cap_probe", "-p", "1", "-t", "4", "-Q", PROBE_QUEUE],
+            [
+                sys.executable,
+                "-m",
+                "dramatiq",
+                "tests.support.cap_probe",
+                "-p",
+                "1",
+                "-t",
+                "4",
+                "-Q",
+                PROBE_QUEUE,
+            ],
             cwd=ROOT,
             env=env,
             stdout=out,

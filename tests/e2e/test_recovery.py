@@ -29,9 +29,9 @@ from shared.queue import QUEUE_FOR_STAGE, STAGES, Publisher, make_broker
 from shared.settings import Settings, child_environment
 from shared.vectorstores import open_vector_store
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
-from tests.databases import migrate_database
-from tests.inprocess import create_document_job, in_process_service
-from tests.pdfs import text_pdf
+from tests.support.databases import migrate_database
+from tests.support.inprocess import create_document_job, in_process_service
+from tests.support.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
 
@@ -119,7 +119,7 @@ def start_pool(settings: Settings, queues: list[str], log: Path, **env: str) -> 
             "-m",
             "dramatiq",
             "ingest_worker.actors",
-            "tests.slow_stages",
+            "tests.support.slow_stages",
             "--processes",
             "1",
             "--threads",

@@ -1,7 +1,7 @@
 """Retrieval quality end to end: paraphrased questions over a small generated corpus must find the chunk
 that holds their answer among the top five search results (recall@5), on the embedded topology, in
 hybrid search at least as often as in dense search. The real documents' questions are in
-tests/test_retrieval_real.py."""
+tests/ingest_worker/stages/test_retrieval_real.py."""
 
 from __future__ import annotations
 
@@ -17,10 +17,10 @@ from flask.testing import FlaskClient
 from ingest_worker.resources import Resources
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.inprocess import in_process_service
-from tests.pdfs import text_pdf
-from tests.retrieval_corpus import CORPUS, QUESTIONS
-from tests.text_metrics import squash_whitespace
+from tests.support.inprocess import in_process_service
+from tests.support.pdfs import text_pdf
+from tests.support.retrieval_corpus import CORPUS, QUESTIONS
+from tests.support.text_metrics import squash_whitespace
 
 pytestmark = pytest.mark.slow
 

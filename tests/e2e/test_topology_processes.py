@@ -23,8 +23,8 @@ from shared.db import Database
 from shared.models import JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.pdfs import text_pdf
-from tests.ports import free_port, free_port_block
+from tests.support.pdfs import text_pdf
+from tests.support.ports import free_port, free_port_block
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.redis, pytest.mark.s3]
 
@@ -53,7 +53,7 @@ def slowed(spec: ProcessSpec, markers: Path) -> ProcessSpec:
     at = spec.argv.index("ingest_worker.actors") + 1
     return dataclasses.replace(
         spec,
-        argv=[*spec.argv[:at], "tests.slow_stages", *spec.argv[at:]],
+        argv=[*spec.argv[:at], "tests.support.slow_stages", *spec.argv[at:]],
         env={**spec.env, "SLOW_STAGE": "extract", "SLOW_STAGE_S": "3", "SLOW_STAGE_MARKERS": str(markers)},
     )
 

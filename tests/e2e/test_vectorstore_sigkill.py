@@ -23,12 +23,12 @@ from shared.models import Job, JobStage
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from shared.vectorstores import EdgeStore, open_vector_store
-from tests.fakes import FAKE_EMBEDDER
-from tests.pdfs import text_pdf
-from tests.ports import free_port
+from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.pdfs import text_pdf
+from tests.support.ports import free_port
 
 pytestmark = pytest.mark.slow
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KILLS = 5
 
 
@@ -41,7 +41,7 @@ def wait_for(check: Callable[[], bool], timeout_s: float, what: str) -> None:
 
 
 class Embedded:
-    """`deploy/embedded.py` (through tests/killable_embedded.py) in a process group of its own."""
+    """`deploy/embedded.py` (through tests/support/killable_embedded.py) in a process group of its own."""
 
     def __init__(self, data_dir: Path, markers: Path) -> None:
         self.port = free_port()

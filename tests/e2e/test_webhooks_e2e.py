@@ -16,9 +16,9 @@ from flask.testing import FlaskClient
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.conftest import auth
-from tests.inprocess import InProcess, in_process_service
-from tests.pdfs import text_pdf
-from tests.webhook_receiver import receiver
+from tests.support.inprocess import InProcess, in_process_service
+from tests.support.pdfs import text_pdf
+from tests.support.webhook_receiver import receiver
 
 pytestmark = pytest.mark.slow
 

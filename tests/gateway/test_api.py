@@ -14,7 +14,7 @@ from shared import job_stages, jobs
 from shared.errors import PermanentError
 from shared.models import Job, JobStatus, OutboxMessage
 from tests.conftest import admin_key, auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 S = JobStatus
 

@@ -16,7 +16,7 @@ from shared.models import Document, Job, Tenant
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 pytestmark = pytest.mark.postgres
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from gateway.app import create_app
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.fakes import FAKE_EMBEDDER
+from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.databases import migrate_database
 
 
 def test_the_docs_page_and_its_files_are_served_by_the_gateway(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from shared.db import Database
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.test_gateway_upload import PDF, upload
+from tests.gateway.test_gateway_upload import PDF, upload
 
 
 @pytest.fixture

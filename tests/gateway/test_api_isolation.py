@@ -10,7 +10,7 @@ import pytest
 from shared import jobs
 from shared.errors import PermanentError
 from tests.conftest import auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 
 @pytest.fixture

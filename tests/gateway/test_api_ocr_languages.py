@@ -8,7 +8,7 @@ from typing import Any
 
 from shared.models import Document
 from tests.conftest import admin_key, auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 
 def upload(client: Any, key: str, data: bytes, **form: str) -> Any:

@@ -16,8 +16,8 @@ from shared.models import Document, Job, OutboxMessage
 from shared.queue import QUEUE_INGEST, Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.databases import migrate_database
-from tests.pdfs import text_pdf
+from tests.support.databases import migrate_database
+from tests.support.pdfs import text_pdf
 
 PDF = text_pdf(["Hello gateway."])
 

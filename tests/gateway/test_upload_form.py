@@ -20,7 +20,7 @@ from shared.s3_storage import S3Storage
 from shared.settings import Settings
 from shared.storage import LocalStorage, ObjectStorage
 from tests.conftest import auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 PDF = text_pdf(["Read once."])
 OTHER_PDF = text_pdf(["Read once, another."])
@@ -172,7 +172,7 @@ def test_on_s3_a_hostile_body_and_a_duplicate_leave_only_the_accepted_object(
     settings: Settings, s3_server: Any
 ) -> None:
     # Given a gateway storing on the S3 server
-    from tests.databases import migrate_database
+    from tests.support.databases import migrate_database
 
     settings = settings.replace(
         max_upload_mb=1,

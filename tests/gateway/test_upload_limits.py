@@ -13,7 +13,7 @@ from werkzeug.test import EnvironBuilder, run_wsgi_app
 
 from shared.models import Tenant
 from tests.conftest import auth, tenant_key
-from tests.test_gateway_upload import PDF, upload
+from tests.gateway.test_gateway_upload import PDF, upload
 
 MB = 1024 * 1024
 

@@ -18,9 +18,9 @@ from shared.errors import ConflictError
 from shared.models import Job, JobStage
 from shared.queue import HALT, STAGES
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.inprocess import create_document_job
-from tests.pdfs import text_pdf
+from tests.support.databases import migrate_database
+from tests.support.inprocess import create_document_job
+from tests.support.pdfs import text_pdf
 
 WORK = {stage: ACTOR_WORK[stage] for stage in STAGES}
 

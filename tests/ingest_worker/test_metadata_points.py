@@ -23,10 +23,10 @@ from shared.artifacts import Chunk
 from shared.models import Document, Job
 from shared.queue import HALT
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.inprocess import create_document_job, in_process_service
-from tests.pdfs import text_pdf
-from tests.test_pipeline_embedded import new_key, wait_final
+from tests.e2e.test_pipeline_embedded import new_key, wait_final
+from tests.support.databases import migrate_database
+from tests.support.inprocess import create_document_job, in_process_service
+from tests.support.pdfs import text_pdf
 
 PAGES = ["Invoices are due thirty days after delivery. " * 40, "Late payments carry interest. " * 40]
 # Every key the index stage puts at a payload's top level, and `metadata` itself.

@@ -21,9 +21,9 @@ from shared.models import DeadLetter, Job, Tenant, TenantStatus
 from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.inprocess import create_document_job
-from tests.pdfs import text_pdf
+from tests.support.databases import migrate_database
+from tests.support.inprocess import create_document_job
+from tests.support.pdfs import text_pdf
 
 NO_RETRIES = RetryPolicy(0, 1, 1, outage_retries=0)
 ONE_RETRY = RetryPolicy(1, 1, 1, outage_retries=0)

@@ -23,9 +23,9 @@ from shared.models import Document, Job, JobEvent, OutboxMessage, utcnow
 from shared.queue import actor_for
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.inprocess import create_document_job, in_process_service
-from tests.pdfs import text_pdf
-from tests.test_pipeline_embedded import TERMINAL
+from tests.e2e.test_pipeline_embedded import TERMINAL
+from tests.support.inprocess import create_document_job, in_process_service
+from tests.support.pdfs import text_pdf
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from shared.embedders import model_spec
 from shared.settings import Settings
 from shared.vectorstores import EdgeStore, QdrantClientStore, VectorStore, open_vector_store
 from shared.vectorstores.protocol import collection_name
-from tests.vectorstore_corpus import write_corpus
+from tests.support.vectorstore_corpus import write_corpus
 
 
 def make_store(kind: str, folder: Path) -> VectorStore:

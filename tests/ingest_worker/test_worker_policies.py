@@ -20,11 +20,11 @@ from ingest_worker.runner import RetryPolicy
 from shared.errors import StorageUnavailableError
 from shared.models import DeadLetter, JobEvent, JobStage
 from shared.settings import Settings
-from tests import openai_server
 from tests.conftest import auth, tenant_key
-from tests.inprocess import in_process_service
-from tests.openai_server import OpenAIServer
-from tests.pdfs import text_pdf
+from tests.support import openai_server
+from tests.support.inprocess import in_process_service
+from tests.support.openai_server import OpenAIServer
+from tests.support.pdfs import text_pdf
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

@@ -12,7 +12,7 @@ import pytest
 from shared import settings_doc
 from shared.settings import PREFIX, Settings
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SETTING_NAMES = {PREFIX + f.name.upper() for f in dataclasses.fields(Settings)}
 # A setting's name, or a family of them when followed by `*` (`INGEST_S3_*`).
 SETTING_MENTION = re.compile(r"\bINGEST_[A-Z0-9][A-Z0-9_]*(\*?)")

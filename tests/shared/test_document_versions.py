@@ -19,9 +19,9 @@ from shared.models import Job, Reindex
 from shared.queue import STAGES
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.inprocess import InProcess, in_process_service
-from tests.pdfs import text_pdf
-from tests.stage_runs import run_stages
+from tests.support.inprocess import InProcess, in_process_service
+from tests.support.pdfs import text_pdf
+from tests.support.stage_runs import run_stages
 
 PAGES = ["The first version of the harbour survey. " * 30, "Its second page, on the lighthouse. " * 30]
 

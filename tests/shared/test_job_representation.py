@@ -12,7 +12,7 @@ from shared.errors import PermanentError
 from shared.job_representation import job_body
 from shared.models import Job, JobEvent, WebhookDelivery
 from shared.webhooks import event_body
-from tests.test_outbox import hooked_job
+from tests.shared.test_outbox import hooked_job
 
 
 def failed_job(db: Database) -> str:

@@ -22,8 +22,8 @@ from shared.queue import (
     make_broker,
 )
 from shared.settings import Settings
-from tests.ports import free_port
-from tests.test_jobs import new_job
+from tests.shared.test_jobs import new_job
+from tests.support.ports import free_port
 
 
 def add_row(db: Database, job_id: str) -> int:

@@ -16,7 +16,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from shared.redis_broker import PollingRedisBroker
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 
 def _down_broker() -> PollingRedisBroker:

@@ -14,9 +14,9 @@ from botocore.exceptions import ClientError
 from shared.errors import StorageUnavailableError
 from shared.s3_storage import MULTIPART_CHUNK_BYTES, S3Storage
 from shared.settings import Settings
-from tests.object_stores import PseudoRandomStream, s3_storage
-from tests.ports import free_port
-from tests.s3_server import S3ServerInfo
+from tests.support.object_stores import PseudoRandomStream, s3_storage
+from tests.support.ports import free_port
+from tests.support.s3_server import S3ServerInfo
 
 
 @pytest.mark.s3

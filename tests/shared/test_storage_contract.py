@@ -11,7 +11,7 @@ import pytest
 
 from shared.errors import ObjectNotFoundError
 from shared.storage import STREAM_CHUNK_BYTES, LocalStorage, ObjectStorage
-from tests.object_stores import PseudoRandomStream, s3_storage
+from tests.support.object_stores import PseudoRandomStream, s3_storage
 
 LARGE_OBJECT_BYTES = 20 * 1024 * 1024
 

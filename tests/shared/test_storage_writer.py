@@ -13,7 +13,7 @@ import pytest
 
 from shared.s3_storage import S3Storage
 from shared.storage import BufferedPartWriter, LocalStorage, ObjectStorage
-from tests.object_stores import s3_storage
+from tests.support.object_stores import s3_storage
 
 # The smallest part S3 (and SeaweedFS) takes for all but the last: a multipart upload of some 10 MB.
 SMALL_PART_BYTES = 5 * 1024 * 1024

@@ -1,6 +1,6 @@
 """Test-only worker plug-in: an actor that counts, in Redis, how many of its messages run at once.
 
-Loaded by the `dramatiq` command of a test (`dramatiq tests.cap_probe -Q probe`) on the broker and
+Loaded by the `dramatiq` command of a test (`dramatiq tests.support.cap_probe -Q probe`) on the broker and
 middleware the settings build (`ingest_worker.broker.get_broker`), so the per-tenant cap applies.
 PROBE_REDIS_URL and PROBE_KEY name the counters: `<key>:now`, `<key>:max` and `<key>:done`.
 """

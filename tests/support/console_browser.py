@@ -1,5 +1,5 @@
 """The operator console in a real headless browser: Debian's chromium and chromium-driver driven by
-Selenium, against the service (tests/inprocess.py: gateway, worker threads) served over HTTP by the
+Selenium, against the service (tests/support/inprocess.py: gateway, worker threads) served over HTTP by the
 embedded gateway's waitress server. Used by the console's tests and by `make screenshots`."""
 
 from __future__ import annotations
@@ -30,9 +30,9 @@ from shared.models import Base, KeyRole
 from shared.settings import Settings
 from shared.tenants import create_tenant, new_api_key
 from tests.conftest import MODEL_CACHE_DIR, auth
-from tests.fakes import FAKE_EMBEDDER
-from tests.inprocess import InProcess, in_process_service
-from tests.pdfs import text_pdf
+from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.inprocess import InProcess, in_process_service
+from tests.support.pdfs import text_pdf
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"

@@ -12,10 +12,10 @@ import pytest
 import ingest_worker.actors as actors
 from ingest_worker.runner import RetryPolicy
 from shared.settings import Settings
-from tests.console_browser import Served
-from tests.openai_server import OpenAIServer
+from tests.support.console_browser import Served
+from tests.support.openai_server import OpenAIServer
 
-# Embed retries that run out within a second, as in tests/test_worker_policies.py.
+# Embed retries that run out within a second, as in tests/ingest_worker/test_worker_policies.py.
 FAST_EMBED = RetryPolicy(max_retries=2, min_backoff_ms=100, max_backoff_ms=400)
 
 SOLAR = [

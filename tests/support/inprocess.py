@@ -21,7 +21,7 @@ from shared.outbox import Relay
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.databases import migrate_database
+from tests.support.databases import migrate_database
 
 
 @dataclass

@@ -6,7 +6,7 @@ a job indexes, a marker file is made once its first batch is acknowledged, each 
 marker falls after an acknowledged batch and before the stage is recorded. A restarted process runs
 at full speed.
 
-    KILL_MARKERS=<folder> python tests/killable_embedded.py
+    KILL_MARKERS=<folder> python tests/support/killable_embedded.py
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from shared.vectorstores.edge_store import EdgeStore
 

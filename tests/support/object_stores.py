@@ -9,7 +9,7 @@ import uuid
 
 from shared.s3_storage import S3Storage
 from shared.settings import Settings
-from tests.s3_server import S3ServerInfo
+from tests.support.s3_server import S3ServerInfo
 
 
 class PseudoRandomStream(io.RawIOBase):

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from shared.embedders.openai_api import OpenAIEmbedder
-from tests.openai_server import OpenAIServer, vector_for
+from tests.support.openai_server import OpenAIServer, vector_for
 
 KEY = "sk-test-4f1c9e2a7b"
 MODEL = "text-embedding-3-small"

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pika
 
-from tests.ports import free_port
-from tests.s3_server import _die_with_parent, _log_tail
+from tests.support.ports import free_port
+from tests.support.s3_server import _die_with_parent, _log_tail
 
 SERVER_SCRIPT = "/usr/lib/rabbitmq/bin/rabbitmq-server"
 START_TIMEOUT_S = 60.0

@@ -15,7 +15,7 @@ from ingest_worker.resources import Resources
 from shared import reindex as reindexes
 from shared.models import KeyRole, Reindex, Tenant
 from shared.tenants import create_tenant, new_api_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 TOPICS = [
     "glaciers", "volcanoes", "orchards", "lighthouses", "bridges", "telescopes", "beehives", "deserts",

@@ -1,7 +1,7 @@
 """Test-only worker plug-in: makes one stage pause in the middle, so a test can kill its worker there.
 
 Loaded beside the actors by the `dramatiq` command of a test (`dramatiq ingest_worker.actors
-tests.slow_stages`). The stage named by SLOW_STAGE sleeps SLOW_STAGE_S seconds after it has
+tests.support.slow_stages`). The stage named by SLOW_STAGE sleeps SLOW_STAGE_S seconds after it has
 started (its lease taken), once per job: the run after a recovery goes at full speed. SLOW_STAGE
 `ocr_range` pauses the first page range of a job's OCR to start, after it has taken its lease.
 """

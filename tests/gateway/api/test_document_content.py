@@ -13,9 +13,9 @@ import pytest
 from shared.models import Document
 from shared.settings import Settings
 from tests.conftest import auth
-from tests.inprocess import InProcess, in_process_service
-from tests.pdfs import mixed_pdf, text_pdf
-from tests.stage_runs import run_stages
+from tests.support.inprocess import InProcess, in_process_service
+from tests.support.pdfs import mixed_pdf, text_pdf
+from tests.support.stage_runs import run_stages
 
 CONTENT = ("chunks", "text", "file")
 SURVEY = [

@@ -10,7 +10,7 @@ from typing import Any
 from shared.models import Document
 from shared.tenants import create_tenant
 from tests.conftest import auth
-from tests.object_stores import PseudoRandomStream
+from tests.support.object_stores import PseudoRandomStream
 
 LARGE_FILE_BYTES = 200 * 1024 * 1024
 # What the download may hold at once: a few of the storage's pieces and the test client's buffers.

@@ -12,7 +12,7 @@ from shared import document_metadata
 from shared.errors import InvalidMetadataError
 from shared.models import Job
 from tests.conftest import auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 VALID = {"customer": "acme", "year": 2026, "score": 0.5, "draft": False, "tags": ["a", 1, True]}
 

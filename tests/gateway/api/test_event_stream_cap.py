@@ -17,8 +17,8 @@ from shared.models import EventStreamLease, utcnow
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from tests.conftest import auth, tenant_key
-from tests.pdfs import text_pdf
-from tests.test_gateway_upload import upload
+from tests.gateway.test_gateway_upload import upload
+from tests.support.pdfs import text_pdf
 
 PDF = text_pdf(["A page to stream the events of."])
 

@@ -9,8 +9,8 @@ import pytest
 
 from gateway.app import create_app
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.ports import free_port
+from tests.support.databases import migrate_database
+from tests.support.ports import free_port
 
 
 def readiness(settings: Settings) -> tuple[int, dict[str, Any]]:

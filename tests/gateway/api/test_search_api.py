@@ -13,9 +13,9 @@ from flask import Flask
 from gateway.api.search import default_mode
 from ingest_worker.resources import Resources
 from shared.settings import Settings
-from tests.inprocess import in_process_service
-from tests.pdfs import text_pdf
-from tests.test_pipeline_embedded import new_key, wait_final
+from tests.e2e.test_pipeline_embedded import new_key, wait_final
+from tests.support.inprocess import in_process_service
+from tests.support.pdfs import text_pdf
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ from standardwebhooks import Webhook
 from shared.models import Job, Tenant, WebhookDelivery, utcnow
 from shared.webhooks import signed_request, signing_secrets
 from tests.conftest import auth, tenant_key
-from tests.test_gateway_upload import PDF, upload
+from tests.gateway.test_gateway_upload import PDF, upload
 
 
 def test_a_rotation_keeps_the_previous_secret_signing_for_the_overlap(

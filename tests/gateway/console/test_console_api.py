@@ -10,7 +10,7 @@ from typing import Any
 
 from gateway.console import ASSETS, CSP
 from tests.conftest import admin_key, auth, tenant_key
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 
 def test_the_console_and_every_file_it_loads_come_from_the_gateway_under_its_policy(client: Any) -> None:

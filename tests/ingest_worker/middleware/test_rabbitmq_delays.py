@@ -27,7 +27,7 @@ TIMED_OUT = "delivery acknowledgement on channel"
 
 @pytest.fixture(scope="module")
 def short_timeout_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    from tests.rabbitmq_server import running_rabbitmq, server_script
+    from tests.support.rabbitmq_server import running_rabbitmq, server_script
 
     if server_script() is None:
         missing_service("the rabbitmq-server package (make test-debs installs it)")

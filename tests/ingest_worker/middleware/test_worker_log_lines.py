@@ -22,7 +22,7 @@ from shared import logging as ingest_logging
 from shared.db import Database
 from shared.queue import webhook_message
 from shared.settings import Settings
-from tests.test_webhooks import LOCAL, deliveries, make_job
+from tests.ingest_worker.webhooks.test_webhooks import LOCAL, deliveries, make_job
 
 
 class Records(logging.Handler):

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from ingest_worker.middleware import stage_metrics
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 
 def held(port: int) -> socket.socket:

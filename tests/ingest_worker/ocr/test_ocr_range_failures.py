@@ -18,9 +18,9 @@ from shared import operations
 from shared.models import Job, StagePart, Tenant, TenantStatus
 from shared.pipeline_errors import InvalidPdfError, OcrFailedError
 from shared.settings import Settings
-from tests.inprocess import create_document_job, in_process_service
-from tests.ocr_range_jobs import OCR_POLICY, SCAN_PAGES, hand_offs_to, job_row, through_extract
-from tests.pdfs import scanned_pdf
+from tests.support.inprocess import create_document_job, in_process_service
+from tests.support.ocr_range_jobs import OCR_POLICY, SCAN_PAGES, hand_offs_to, job_row, through_extract
+from tests.support.pdfs import scanned_pdf
 
 pytestmark = pytest.mark.slow
 

@@ -24,14 +24,21 @@ from shared.models import JobStage, OutboxMessage, StagePart
 from shared.outbox import Relay
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
-from tests import test_recovery
 from tests.conftest import auth, tenant_key
-from tests.inprocess import create_document_job, in_process_service
-from tests.ocr_range_jobs import OCR_POLICY, SCAN_PAGES, hand_offs_to, job_row, through_extract, wait_for
-from tests.pdfs import scanned_pdf
-from tests.test_jobs import new_job
-from tests.test_recovery import kill_group, start_pool
-from tests.text_metrics import character_error_rate
+from tests.e2e import test_recovery
+from tests.e2e.test_recovery import kill_group, start_pool
+from tests.shared.test_jobs import new_job
+from tests.support.inprocess import create_document_job, in_process_service
+from tests.support.ocr_range_jobs import (
+    OCR_POLICY,
+    SCAN_PAGES,
+    hand_offs_to,
+    job_row,
+    through_extract,
+    wait_for,
+)
+from tests.support.pdfs import scanned_pdf
+from tests.support.text_metrics import character_error_rate
 
 pytestmark = pytest.mark.slow
 

@@ -14,9 +14,9 @@ from ingest_worker.stages.ocr_confidence import PageReading
 from shared.job_events import JobSnapshot
 from shared.models import Document, Job
 from shared.settings import Settings
-from tests.inprocess import create_document_job, in_process_service
-from tests.ocr_range_jobs import OCR_POLICY, through_extract
-from tests.pdfs import scanned_pdf
+from tests.support.inprocess import create_document_job, in_process_service
+from tests.support.ocr_range_jobs import OCR_POLICY, through_extract
+from tests.support.pdfs import scanned_pdf
 
 PAGES = ["A first scanned page.", "A second scanned page.", "A third scanned page."]
 

@@ -16,10 +16,10 @@ from shared.models import Job, JobKind, JobStage
 from shared.queue import QUEUE_BULK_INDEX
 from shared.settings import Settings
 from shared.vectorstores import hybrid_collection_name
-from tests.fakes import FakeEmbedder
-from tests.inprocess import in_process_service
-from tests.openai_server import OpenAIServer
-from tests.reindexing import (
+from tests.shared.embedders.fakes import FakeEmbedder
+from tests.support.inprocess import in_process_service
+from tests.support.openai_server import OpenAIServer
+from tests.support.reindexing import (
     TOPICS,
     SearchLoop,
     active_version,

@@ -10,9 +10,9 @@ from sqlalchemy import select
 from shared.models import Job, JobKind, JobStage
 from shared.settings import Settings
 from shared.vectorstores import collection_name
-from tests.fakes import FakeEmbedder
-from tests.inprocess import in_process_service
-from tests.reindexing import (
+from tests.shared.embedders.fakes import FakeEmbedder
+from tests.support.inprocess import in_process_service
+from tests.support.reindexing import (
     TOPICS,
     active_version,
     admin_key,

@@ -11,7 +11,7 @@ import pytest
 
 from ingest_worker.stages.chunk import chunk_pages, document_text
 from shared.artifacts import PageText, chunks_from_json, chunks_to_json
-from tests.stages.chunking import MAX_TOKENS, WORDS, chunked, count_tokens, marked_pages
+from tests.ingest_worker.stages.chunking import MAX_TOKENS, WORDS, chunked, count_tokens, marked_pages
 
 
 def test_no_chunk_exceeds_the_window_and_counts_are_exact() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from shared.artifacts import PageText
-from tests.stages.chunking import MAX_TOKENS, chunked
+from tests.ingest_worker.stages.chunking import MAX_TOKENS, chunked
 
 
 def test_a_heading_paragraph_labels_the_chunks_after_it() -> None:

@@ -10,8 +10,8 @@ from ingest_worker.stages.extract import extract_pages
 from shared.artifacts import PageText, pages_from_json, pages_to_json
 from shared.errors import NotAPdfError
 from shared.pipeline_errors import EncryptedPdfError, PdfLimitError
-from tests import pdfs
-from tests.text_metrics import character_error_rate
+from tests.support import pdfs
+from tests.support.text_metrics import character_error_rate
 
 PAGES = [
     "Invoices are due within thirty days of receipt. Late payments accrue interest at two percent "

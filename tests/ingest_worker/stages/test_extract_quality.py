@@ -12,8 +12,8 @@ from PIL import Image
 
 from ingest_worker.stages.extract import COVERED_PAGE_MIN_CHARS, extract_pages, image_coverage
 from ingest_worker.stages.validate import open_pdf
-from tests import pdfs, scans
-from tests.text_metrics import character_error_rate
+from tests.support import pdfs, scans
+from tests.support.text_metrics import character_error_rate
 
 MIN_CHARS = 20
 MAX_TEXT_CER = 0.01

@@ -18,7 +18,7 @@ from ingest_worker.stages.validate import pdf_errors, validate_pdf
 from shared.artifacts import ValidationReport
 from shared.errors import IngestError, PermanentError
 from shared.pipeline_errors import PdfLimitError
-from tests import hostile_pdfs, pdfs
+from tests.support import hostile_pdfs, pdfs
 
 TIMEOUT_S = 30
 MEMORY_MB = 1024

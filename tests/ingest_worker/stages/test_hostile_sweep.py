@@ -1,7 +1,7 @@
 """A sweep of hostile and damaged files through the stages' isolated children: every file completes or
 fails with a specific permanent code, none with an internal error, and the children keep serving.
 
-The files: every generator of tests/hostile_pdfs/, every standard encryption with and without a user
+The files: every generator of tests/support/hostile_pdfs/, every standard encryption with and without a user
 password, and seeded truncations and bit flips of real-world documents: those under tests/fixtures/real/
 and a few generated here with reportlab, fpdf2 and pypdf in the shapes common generators write.
 """
@@ -31,11 +31,11 @@ from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import validate_pdf
 from shared.errors import IngestError, PermanentError
 from shared.settings import Settings
-from tests import hostile_pdfs, pdfs
+from tests.support import hostile_pdfs, pdfs
 
 pytestmark = pytest.mark.ocr
 
-FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "real"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "real"
 SETTINGS = Settings()
 # Codes that name no fault: a file must never end with them.
 UNSPECIFIC = {"internal_error", "permanent_error", "transient_error"}
@@ -174,7 +174,8 @@ def damaged(name: str, make: Callable[[], bytes]) -> dict[str, Callable[[], byte
 
 
 def generators() -> dict[str, Callable[[], bytes]]:
-    """Every generator of tests/hostile_pdfs/ that needs no argument, and every standard encryption."""
+    """Every generator of tests/support/hostile_pdfs/ that needs no argument, and every standard
+    encryption."""
     found: dict[str, Callable[[], bytes]] = {
         name: function
         for name, function in inspect.getmembers(hostile_pdfs, inspect.isfunction)

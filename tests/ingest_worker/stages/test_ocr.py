@@ -17,8 +17,8 @@ from shared.pipeline_errors import (
     ProcessingTimeoutError,
 )
 from shared.settings import Settings
-from tests import pdfs
-from tests.text_metrics import character_error_rate
+from tests.support import pdfs
+from tests.support.text_metrics import character_error_rate
 
 pytestmark = pytest.mark.ocr
 

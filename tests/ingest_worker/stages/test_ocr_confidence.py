@@ -12,7 +12,7 @@ from ingest_worker.stages.text_plausibility import plausible_text
 from shared import ocr_languages
 from shared.errors import UnknownOcrLanguageError
 from shared.settings import Settings
-from tests.ocr_texts import TEXTS
+from tests.support.ocr_texts import TEXTS
 
 RULE = ConfidenceRule(
     min_word_confidence_pct=60, min_line_confident_pct=60, min_line_chars=5, min_page_words=2

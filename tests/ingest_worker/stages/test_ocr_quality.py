@@ -18,8 +18,8 @@ from PIL import Image
 
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.ocr import MIN_SKEW_DEGREES, deskew, estimate_skew, ocr_pages
-from tests import pdfs, scans
-from tests.text_metrics import character_error_rate
+from tests.support import pdfs, scans
+from tests.support.text_metrics import character_error_rate
 
 DPI = scans.SCAN_DPI
 MAX_OCR_CER = 0.03

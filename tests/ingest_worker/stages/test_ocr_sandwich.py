@@ -10,9 +10,9 @@ from PIL import Image
 
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.ocr import ocr_pages
-from tests import pdfs, scans
-from tests.ocr_texts import ENGLISH
-from tests.text_metrics import character_error_rate
+from tests.support import pdfs, scans
+from tests.support.ocr_texts import ENGLISH
+from tests.support.text_metrics import character_error_rate
 
 # What a failed OCR of the page left as its layer: crumbs, symbols and cases mixed at random.
 GARBAGE_LAYER = "\n".join(

@@ -36,7 +36,7 @@ from shared.pipeline_errors import (
     UnsupportedFeatureError,
     UnsupportedFilterError,
 )
-from tests import pdfs
+from tests.support import pdfs
 
 PYPDF = os.path.dirname(pypdf.__file__)
 PDFIUM = os.path.dirname(pdfium.__file__)

@@ -28,9 +28,9 @@ from ingest_worker.stages.extract import extract_pages
 from shared.artifacts import Chunk, PageText
 from shared.embedders.local import LocalEmbedder
 from shared.settings import Settings
-from tests.text_metrics import false_joins, split_words, vocabulary, words
+from tests.support.text_metrics import false_joins, split_words, vocabulary, words
 
-FIXTURES = Path(__file__).parent.parent / "fixtures" / "real"
+FIXTURES = Path(__file__).parents[2] / "fixtures" / "real"
 MANIFEST: list[dict[str, Any]] = json.loads((FIXTURES / "manifest.json").read_text("utf-8"))["documents"]
 
 MAX_SPLIT_SHARE = 0.0005

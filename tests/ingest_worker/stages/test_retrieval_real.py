@@ -24,8 +24,8 @@ from ingest_worker.stages.index import PointOrigin, index_points, sparse_vectors
 from shared.artifacts import Chunk
 from shared.sparse import query_vector
 from shared.vectorstores import QdrantClientStore, VectorStore
-from tests.stages.test_real_documents import MANIFEST, _embedder, _result
-from tests.text_metrics import squash_whitespace
+from tests.ingest_worker.stages.test_real_documents import MANIFEST, _embedder, _result
+from tests.support.text_metrics import squash_whitespace
 
 pytestmark = [
     pytest.mark.slow,

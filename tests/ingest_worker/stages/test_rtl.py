@@ -9,9 +9,9 @@ from pypdf import PdfReader
 from ingest_worker.stages.fonts import RUN_BREAK, PageFonts, decoded, run_break, space_glyph
 from ingest_worker.stages.layout import structured_text
 from ingest_worker.stages.rtl import changes_direction, visual_edges
-from tests.text_metrics import words
+from tests.support.text_metrics import words
 
-REAL = Path(__file__).parent.parent / "fixtures" / "real"
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
 
 def _words(name: str, page: int) -> list[str]:

@@ -10,7 +10,7 @@ from pypdf.generic import ArrayObject, FloatObject, NumberObject, TextStringObje
 from ingest_worker.stages.layout import structured_text
 from ingest_worker.stages.spacing import WORD_GAP_EM, word_gaps
 
-REAL = Path(__file__).parent.parent / "fixtures" / "real"
+REAL = Path(__file__).parents[2] / "fixtures" / "real"
 
 
 def _rewrite(items: list[object]) -> list[object]:

@@ -9,10 +9,10 @@ from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.normalize import normalize_text
 from ingest_worker.stages.running import drop_running_lines
 from shared.artifacts import Chunk, PageText
-from tests.pdfs import write_pdf
-from tests.stages.chunking import count_tokens
-from tests.structured_pdfs import Section, report_pdf, side_by_side_pdf
-from tests.text_metrics import squash_whitespace
+from tests.ingest_worker.stages.chunking import count_tokens
+from tests.support.pdfs import write_pdf
+from tests.support.structured_pdfs import Section, report_pdf, side_by_side_pdf
+from tests.support.text_metrics import squash_whitespace
 
 MAX_TOKENS = 96
 OVERLAP_TOKENS = 16

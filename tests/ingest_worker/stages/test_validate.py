@@ -17,7 +17,7 @@ from shared.pipeline_errors import (
     TooManyPagesError,
     UnsupportedEncryptionError,
 )
-from tests import hostile_pdfs, pdfs
+from tests.support import hostile_pdfs, pdfs
 
 
 def test_a_text_pdf_reports_its_page_count(tmp_path: Path) -> None:

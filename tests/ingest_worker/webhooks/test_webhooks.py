@@ -16,7 +16,7 @@ from shared.db import Database
 from shared.models import Document, JobEvent, JobStatus, Tenant, WebhookDelivery
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.webhook_receiver import Receiver, receiver
+from tests.support.webhook_receiver import Receiver, receiver
 
 S = JobStatus
 LOCAL = {"webhook_allow_http": True, "webhook_allowed_hosts": "127.0.0.1"}

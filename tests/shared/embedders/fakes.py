@@ -2,9 +2,10 @@
 
 `FakeEmbedder` stands in for the offline model in pipeline tests: it counts tokens with the model's own
 tokenizer (so chunks keep their real sizes) but turns texts into vectors by hashing their tokens, which
-costs microseconds instead of the model's tens of milliseconds a chunk. tests/test_embedder_contract.py
-holds it to the same behaviour as the real embedders. Tests select it through settings:
-`Settings(embedder=FAKE_EMBEDDER)`, which worker processes started by a test inherit as well.
+costs microseconds instead of the model's tens of milliseconds a chunk.
+tests/shared/embedders/test_embedder_contract.py holds it to the same behaviour as the real embedders.
+Tests select it through settings: `Settings(embedder=FAKE_EMBEDDER)`, which worker processes started
+by a test inherit as well.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from shared.embedders.onnx_graph import max_seq_length
 from shared.settings import Settings
 
 # The `embedder` setting that selects the fake (shared.embedders.make_embedder imports it by name).
-FAKE_EMBEDDER = "tests.fakes:FakeEmbedder"
+FAKE_EMBEDDER = "tests.shared.embedders.fakes:FakeEmbedder"
 
 # The tokenizer's [CLS] and [SEP]: every text is seen with both, so even an empty one has a vector.
 _CLS, _SEP = 101, 102

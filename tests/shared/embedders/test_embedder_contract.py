@@ -14,8 +14,8 @@ from shared.embedders.openai_api import OpenAIEmbedder
 from shared.errors import EmbeddingRejectedError
 from shared.settings import Settings
 from tests.conftest import MODEL_CACHE_DIR
-from tests.fakes import FAKE_EMBEDDER, FakeEmbedder
-from tests.openai_server import OpenAIServer
+from tests.shared.embedders.fakes import FAKE_EMBEDDER, FakeEmbedder
+from tests.support.openai_server import OpenAIServer
 
 TEXTS = [
     "The invoice is due within thirty days of delivery.",
@@ -174,4 +174,4 @@ def test_settings_select_the_fake_by_name_in_any_process() -> None:
 
 def test_a_setting_naming_no_class_is_refused() -> None:
     with pytest.raises(ValueError, match="no importable class"):
-        make_embedder(Settings(embedder="tests.fakes:NoSuchEmbedder"))
+        make_embedder(Settings(embedder="tests.shared.embedders.fakes:NoSuchEmbedder"))

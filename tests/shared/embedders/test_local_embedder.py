@@ -7,7 +7,7 @@ is a manual check, not part of `make test`:
 
     PYTHONPATH=.:$(.venv/bin/python -c 'import site; print(site.getsitepackages()[0])') \
     INGEST_MODEL_CACHE_DIR=$PWD/var/models qemu-x86_64 -cpu Haswell $(readlink -f .venv/bin/python) \
-        -m pytest tests/test_local_embedder.py -v -o log_cli=true -o log_cli_level=INFO
+        -m pytest tests/shared/embedders/test_local_embedder.py -v -o log_cli=true -o log_cli_level=INFO
 
 The real interpreter is named because the venv's symlink would lose the venv under qemu, hence the
 explicit site-packages. The build's log line "CPU features: ..." then reads "avx2, no avx512f, no
@@ -206,7 +206,7 @@ def test_the_module_builds_from_the_command_line(model_cache: str) -> None:
     # When the prebuild command (run by the Makefile at bootstrap) meets an up-to-date cache
     result = subprocess.run(
         [sys.executable, "-m", "shared.embedders.onnx_build", "--cache-dir", model_cache],
-        cwd=Path(__file__).parent.parent,
+        cwd=Path(__file__).parents[3],
         capture_output=True,
         text=True,
         timeout=120,

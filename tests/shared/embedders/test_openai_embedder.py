@@ -18,11 +18,11 @@ from shared.embedders import Embedder, make_embedder, openai_api
 from shared.embedders.openai_api import CL100K_SHA256, OpenAIEmbedder, cl100k_base
 from shared.errors import EmbeddingRejectedError
 from shared.settings import Settings
-from tests import openai_embedding
-from tests.openai_embedding import DIMENSIONS, KEY, MODEL, embedder_for, expected
-from tests.openai_server import OpenAIServer, RecordedRequest
+from tests.support import openai_embedding
+from tests.support.openai_embedding import DIMENSIONS, KEY, MODEL, embedder_for, expected
+from tests.support.openai_server import OpenAIServer, RecordedRequest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 
 # The local OpenAI-compatible server, started for each test.
 server = openai_embedding.server

@@ -12,9 +12,9 @@ import pytest
 
 from shared.embedders.openai_api import OpenAIEmbedder
 from shared.errors import EmbeddingRejectedError, EmbeddingUnavailableError, PermanentError, TransientError
-from tests import openai_embedding, openai_server
-from tests.openai_embedding import DIMENSIONS, KEY, embedder_for
-from tests.openai_server import OpenAIServer
+from tests.support import openai_embedding, openai_server
+from tests.support.openai_embedding import DIMENSIONS, KEY, embedder_for
+from tests.support.openai_server import OpenAIServer
 
 # The local OpenAI-compatible server, started for each test.
 server = openai_embedding.server

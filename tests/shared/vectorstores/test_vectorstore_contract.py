@@ -23,7 +23,7 @@ from shared.vectorstores import (
     collection_name,
     open_vector_store,
 )
-from tests.vectorstore_corpus import WORDS, Corpus, chunk_id, write_corpus
+from tests.support.vectorstore_corpus import WORDS, Corpus, chunk_id, write_corpus
 
 A, B = "tenant-a", "tenant-b"
 DIM = 16

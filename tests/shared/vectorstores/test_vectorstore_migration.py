@@ -17,9 +17,9 @@ from shared.settings import Settings
 from shared.sparse import query_vector
 from shared.vectorstores import EdgeStore, QdrantClientStore, StoredPoint, VectorStore, open_vector_store
 from shared.vectorstores.migration import CHECKPOINT, migrate_local_mode
-from tests.fakes import FakeEmbedder
+from tests.shared.embedders.fakes import FakeEmbedder
 
-FIXTURE = Path(__file__).parent / "fixtures" / "local_mode_var" / "qdrant"
+FIXTURE = Path(__file__).parents[2] / "fixtures" / "local_mode_var" / "qdrant"
 HYBRID = "chunks_fake_hashed_tokens_384_hybrid"
 PER_VERSION = {("acme", 1): 16, ("acme", 2): 16, ("other", 1): 6}
 

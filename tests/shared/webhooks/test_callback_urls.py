@@ -17,8 +17,8 @@ from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.webhooks.callback_urls import CallbackPolicy, check, is_public
 from tests.conftest import auth, tenant_key
-from tests.databases import migrate_database
-from tests.test_gateway_upload import PDF, upload
+from tests.gateway.test_gateway_upload import PDF, upload
+from tests.support.databases import migrate_database
 
 REFUSED = [
     "https://127.0.0.1/hook",

@@ -3,7 +3,7 @@ encryption of every standard kind and others, filters pypdf cannot decode, damag
 
 from __future__ import annotations
 
-from tests.hostile_pdfs.bombs import (
+from tests.support.hostile_pdfs.bombs import (
     cyclic_page_tree_pdf,
     deep_page_tree_pdf,
     gigapixel_image_pdf,
@@ -13,7 +13,7 @@ from tests.hostile_pdfs.bombs import (
     shared_branch_pdf,
     shared_stream_bomb_pdf,
 )
-from tests.hostile_pdfs.encryption import (
+from tests.support.hostile_pdfs.encryption import (
     ENCRYPTION_ALGORITHMS,
     certificate_encrypted_pdf,
     encrypted_with,
@@ -21,7 +21,7 @@ from tests.hostile_pdfs.encryption import (
     password_pdf,
     unknown_revision_encrypted_pdf,
 )
-from tests.hostile_pdfs.filters import (
+from tests.support.hostile_pdfs.filters import (
     abbreviated_a85_pdf,
     abbreviated_flate_pdf,
     base64_85,
@@ -31,8 +31,8 @@ from tests.hostile_pdfs.filters import (
     named_crypt_filter_pdf,
     unknown_filter_pdf,
 )
-from tests.hostile_pdfs.objects import CATALOG, MEDIA_BOX, leaf_page
-from tests.hostile_pdfs.structure import (
+from tests.support.hostile_pdfs.objects import CATALOG, MEDIA_BOX, leaf_page
+from tests.support.hostile_pdfs.structure import (
     crop_outside_media_pdf,
     deep_dictionary_nesting_pdf,
     deep_inline_nesting_pdf,

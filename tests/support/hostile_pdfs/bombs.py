@@ -6,8 +6,8 @@ import io
 import struct
 import zlib
 
-from tests.hostile_pdfs.objects import CATALOG, leaf_page
-from tests.pdfs import raw_pdf
+from tests.support.hostile_pdfs.objects import CATALOG, leaf_page
+from tests.support.pdfs import raw_pdf
 
 
 def shared_stream_bomb_pdf(pages: int = 8, stream_mb: int = 40) -> bytes:

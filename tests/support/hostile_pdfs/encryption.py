@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import io
 
-from tests import pdfs
-from tests.hostile_pdfs.objects import CATALOG, leaf_page
-from tests.pdfs import raw_pdf
+from tests.support import pdfs
+from tests.support.hostile_pdfs.objects import CATALOG, leaf_page
+from tests.support.pdfs import raw_pdf
 
 
 def password_pdf() -> bytes:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import zlib
 
-from tests.hostile_pdfs.objects import CATALOG, leaf_page
-from tests.pdfs import raw_pdf
+from tests.support.hostile_pdfs.objects import CATALOG, leaf_page
+from tests.support.pdfs import raw_pdf
 
 # --- Filters ----------------------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ import struct
 
 from PIL import Image
 
-from tests import pdfs
-from tests.hostile_pdfs.objects import CATALOG, leaf_page
-from tests.pdfs import raw_pdf
+from tests.support import pdfs
+from tests.support.hostile_pdfs.objects import CATALOG, leaf_page
+from tests.support.pdfs import raw_pdf
 
 
 def disguised_png() -> bytes:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tests.retrieval_corpus.company import COMPANY
-from tests.retrieval_corpus.everyday import EVERYDAY
-from tests.retrieval_corpus.policy_and_research import POLICY_AND_RESEARCH
-from tests.retrieval_corpus.questions import QUESTIONS
+from tests.support.retrieval_corpus.company import COMPANY
+from tests.support.retrieval_corpus.everyday import EVERYDAY
+from tests.support.retrieval_corpus.policy_and_research import POLICY_AND_RESEARCH
+from tests.support.retrieval_corpus.questions import QUESTIONS
 
 # Eight documents of six pages each (about 170 words a page, each page about one chunk), so the
 # corpus holds some fifty chunks and most questions have near neighbours in their own document: a search

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.scans.images import (
+from tests.support.scans.images import (
     PICTURE_KINDS,
     SCAN_DPI,
     PictureKind,
@@ -10,8 +10,8 @@ from tests.scans.images import (
     picture_image,
     picture_page_image,
 )
-from tests.scans.layouts import figure_pdf, table_pdf, two_column_text_pdf, unicode_text_pdf
-from tests.scans.scan_pdfs import ScanEncoding, concatenate, scan_pdf, self_drawing_form_pdf
+from tests.support.scans.layouts import figure_pdf, table_pdf, two_column_text_pdf, unicode_text_pdf
+from tests.support.scans.scan_pdfs import ScanEncoding, concatenate, scan_pdf, self_drawing_form_pdf
 
 __all__ = [
     "PICTURE_KINDS",

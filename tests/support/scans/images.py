@@ -8,7 +8,7 @@ import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 from reportlab.lib.pagesizes import A4
 
-from tests import pdfs
+from tests.support import pdfs
 
 SCAN_DPI = 300
 POINTS_PER_INCH = 72

@@ -12,7 +12,7 @@ from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
 from reportlab.pdfgen import canvas
 
-from tests import pdfs
+from tests.support import pdfs
 
 UNICODE_FONT = "DejaVuSans"
 UNICODE_FONT_FILE = "DejaVuSans.ttf"

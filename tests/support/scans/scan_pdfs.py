@@ -10,8 +10,8 @@ from typing import Literal
 from PIL import Image, TiffImagePlugin
 from pypdf import PdfReader, PdfWriter
 
-from tests.pdfs import raw_pdf
-from tests.scans.images import POINTS_PER_INCH, SCAN_DPI
+from tests.support.pdfs import raw_pdf
+from tests.support.scans.images import POINTS_PER_INCH, SCAN_DPI
 
 ScanEncoding = Literal["flate", "jpeg", "ccitt"]
 
