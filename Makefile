@@ -13,7 +13,7 @@ export OMP_THREAD_LIMIT ?= 1
 RUNTIME_STAMP := $(VENV)/.runtime-installed
 DEV_STAMP := $(VENV)/.dev-installed
 
-.PHONY: run up down test test-rabbitmq fuzz bench chaos screenshots lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
+.PHONY: run up down setup test test-rabbitmq fuzz bench chaos screenshots lint format gateway worker maintenance tenant key admin-key dlq replay reindex migrate tesseract test-debs model clean help
 
 help:
 	@echo "make run      - the whole service in one process on 127.0.0.1:$(PORT) (embedded defaults)"
@@ -87,13 +87,24 @@ run: $(RUNTIME_STAMP) tesseract model
 	echo "  curl -s -H 'Authorization: Bearer $$key' http://127.0.0.1:$(PORT)/v1/jobs/<job_id>" && echo ""
 	INGEST_PORT=$(PORT) $(PY) deploy/embedded.py
 
-test: $(DEV_STAMP) test-debs model
-	$(PY) -m pytest -m "not rabbitmq" $(PYTEST_ARGS)
+# Everything the tests need, installed once: the virtualenv, the Debian packages and the model.
+setup: $(DEV_STAMP) test-debs model
+
+# The suite runs in PYTEST_WORKERS processes (pytest-xdist; each has its own database, S3 server, ports
+# and folders). Most tests wait on processes, sockets and sleeps, so there are more workers than cores;
+# PYTEST_WORKERS=0 runs everything in one process. A subset by marker:
+# make test PYTEST_ARGS="-m 'not browser'" (the markers are listed in pyproject.toml).
+PYTEST_WORKERS ?= 4
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadfile)
+test: setup
+	$(PY) -m pytest $(XDIST) -m "not rabbitmq" $(PYTEST_ARGS)
 
 # The broker-dependent tests again on RabbitMQ, against a private node the tests start on free ports
-# (tests/rabbitmq_server.py); kept apart so `make test` stays as long as it was. CI runs both.
-test-rabbitmq: $(DEV_STAMP) test-debs model
-	$(PY) -m pytest -m rabbitmq $(PYTEST_ARGS)
+# (tests/support/rabbitmq_server.py); kept apart so `make test` stays as long as it was. CI runs both,
+# side by side.
+RABBITMQ_WORKERS ?= 2
+test-rabbitmq: setup
+	$(PY) -m pytest $(if $(filter 0,$(RABBITMQ_WORKERS)),-p no:xdist,-n $(RABBITMQ_WORKERS) --dist loadfile) -m rabbitmq $(PYTEST_ARGS)
 
 # Property-based fuzzing of the whole API from its OpenAPI document (tests/api_fuzz.py), randomized and
 # long: at least FUZZ_REQUESTS generated requests on each database (SQLite, then the PostgreSQL server

@@ -1,5 +1,5 @@
 """Property-based fuzzing of the whole API from its own OpenAPI document, shared by the bounded test
-(tests/test_api_schema.py) and the long randomized run (`make fuzz`, `python -m tests.api_fuzz`).
+(tests/gateway/test_api_schema.py) and the long randomized run (`make fuzz`, `python -m tests.api_fuzz`).
 
 Every operation is called with a tenant key and with an admin key, with requests that fit the document
 and requests that do not, and each answer is checked: no 5xx; status code, content type and body as
@@ -86,7 +86,7 @@ def fuzz_settings(data_dir: Path, database_url: str = "") -> Settings:
     """Embedded-topology settings on `database_url` (empty: the embedded SQLite file), whose event
     streams end within about a second, so no generated request waits out a stream's lifetime."""
     from tests.conftest import MODEL_CACHE_DIR
-    from tests.fakes import FAKE_EMBEDDER
+    from tests.shared.embedders.fakes import FAKE_EMBEDDER
 
     return Settings(
         data_dir=str(data_dir),
@@ -112,7 +112,7 @@ def build_target(app_settings: Settings) -> Target:
     from shared.tenants import create_tenant
     from shared.vectorstores import QdrantClientStore
     from tests.conftest import admin_key, tenant_key
-    from tests.databases import migrate_database
+    from tests.support.databases import migrate_database
 
     migrate_database(app_settings.effective_database_url)
     app = create_app(
@@ -135,7 +135,7 @@ def build_target(app_settings: Settings) -> Target:
 
 def _upload(app: Any, key: str, text: str) -> dict[str, str]:
     from tests.conftest import auth
-    from tests.pdfs import text_pdf
+    from tests.support.pdfs import text_pdf
 
     upload = app.test_client().post(
         "/v1/documents", headers=auth(key), data={"file": (io.BytesIO(text_pdf([text])), "page.pdf")}

@@ -1,7 +1,7 @@
 """Shared fixtures: settings for the embedded topology, and the real servers of the production one.
 
-Both kinds of settings embed with the deterministic fake (tests/fakes.py), which counts tokens as the
-offline model does: tests about embedding and retrieval ask for `embedder="local"` themselves.
+Both kinds of settings embed with the deterministic fake (tests/shared/embedders/fakes.py), which counts
+tokens as the offline model does: tests about embedding and retrieval ask for `embedder="local"` themselves.
 
 PostgreSQL and Redis are the machine's servers (INGEST_TEST_DATABASE_URL, INGEST_TEST_REDIS_URL).
 When one is missing its tests skip with a loud reason on a laptop and fail under CI=true, so CI
@@ -24,8 +24,11 @@ import sqlalchemy as sa
 from shared.db import Database, migrate
 from shared.models import Base
 from shared.settings import Settings
-from tests.databases import migrate_database
-from tests.fakes import FAKE_EMBEDDER
+from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.databases import migrate_database
+
+# Markers from the servers a test uses, and the grouping of tests across xdist workers.
+pytest_plugins = ["tests.support.markers"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATABASE_URL = os.environ.get(
@@ -129,7 +132,7 @@ def broker_namespace(redis_url: str) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     """A private SeaweedFS S3 server with authentication on, for the whole run."""
-    from tests.s3_server import running_s3_server
+    from tests.support.s3_server import running_s3_server
 
     with running_s3_server(tmp_path_factory.mktemp("weed")) as info:
         yield info
@@ -138,7 +141,7 @@ def s3_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
 @pytest.fixture(scope="session")
 def rabbitmq_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """A private RabbitMQ node (its own name, ports and files) for the whole run, stopped at the end."""
-    from tests.rabbitmq_server import running_rabbitmq, server_script
+    from tests.support.rabbitmq_server import running_rabbitmq, server_script
 
     if server_script() is None:
         missing_service("the rabbitmq-server package (make test-debs installs it)")

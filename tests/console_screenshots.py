@@ -17,8 +17,8 @@ import requests
 
 from shared.settings import Settings
 from tests.conftest import MODEL_CACHE_DIR, auth
-from tests.console_browser import Console, browser_missing, chromium, served
-from tests.console_seed import (
+from tests.support.console_browser import Console, browser_missing, chromium, served
+from tests.support.console_seed import (
     CONTRACT,
     HANDBOOK,
     REPORT,

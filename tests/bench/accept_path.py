@@ -39,7 +39,7 @@ from shared.models import Document, Job, JobEvent, OutboxMessage
 from shared.settings import Settings
 from tests.bench import accept_backlog
 from tests.chaos.cluster import Cluster
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 MB = 1024 * 1024
 CLIENTS = (1, 8, 32)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import re
 
-from tests.pdfs import scanned_pdf, text_pdf
-from tests.retrieval_corpus import CORPUS
+from tests.support.pdfs import scanned_pdf, text_pdf
+from tests.support.retrieval_corpus import CORPUS
 
 # Real sentences (those of the retrieval corpus, minus its headings), so the tokenizer, the chunker and
 # tesseract see ordinary business prose with its numbers and punctuation.

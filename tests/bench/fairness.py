@@ -32,8 +32,8 @@ from tests.bench.fairness_setup import (
     fairness_service,
     quiet_skips,
 )
-from tests.openai_server import OpenAIServer
-from tests.pdfs import text_pdf
+from tests.support.openai_server import OpenAIServer
+from tests.support.pdfs import text_pdf
 
 BURST_JOBS = 50
 IDLE_RUNS = 3

@@ -32,7 +32,7 @@ from shared.models import Job
 from shared.queue import Publisher
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer
 
 REDIS_URL = os.environ.get("INGEST_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 WORKER_THREADS = 2

@@ -30,8 +30,8 @@ from shared.queue import STAGES
 from tests.bench.documents import prose_pages
 from tests.chaos.check import wait_final
 from tests.chaos.cluster import Cluster
-from tests.openai_server import OpenAIServer
-from tests.pdfs import text_pdf
+from tests.support.openai_server import OpenAIServer
+from tests.support.pdfs import text_pdf
 
 POLL_MS = (1000, 100, 20)
 

@@ -23,7 +23,7 @@ from ingest_worker.stages.ocr import TESSERACT_PSM, _PdfiumDocument, deskew
 from ingest_worker.stages.ocr_confidence import confident_text, words_from_data
 from shared.settings import Settings
 from tests.bench.documents import scanned_document
-from tests.pdfs import write_pdf
+from tests.support.pdfs import write_pdf
 
 VARIANTS = (
     "text output, every word (before)",

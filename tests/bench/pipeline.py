@@ -27,7 +27,7 @@ from shared.models import Job, JobStage
 from shared.queue import STAGES
 from shared.settings import Settings
 from shared.tenants import create_tenant
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 POLL_INTERVAL_S = 0.02

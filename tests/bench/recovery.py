@@ -2,7 +2,7 @@
 
     python -m tests.bench.recovery [--leases 30,4]
 
-A cluster (tests/chaos/cluster.py) whose ingest pool loads tests/slow_stages.py, so the embed stage of
+A cluster (tests/chaos/cluster.py) whose ingest pool loads tests/support/slow_stages.py, so the embed stage of
 each job pauses a few seconds once; the pool (its main process and worker) is SIGKILLed during that
 pause and started again at once, as a supervisor would. Measured for each lease (INGEST_LEASE_S; the
 hand-off stall and the Redis heartbeat timeout follow it) against an undisturbed job of the same size.
@@ -21,7 +21,7 @@ from pathlib import Path
 from tests.bench.documents import text_document
 from tests.chaos.check import wait_final
 from tests.chaos.cluster import INGEST, Cluster, process_specs
-from tests.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer
 
 LEASES = (30, 4)
 PAUSE_S = 3
@@ -70,7 +70,7 @@ def measure_recovery(leases: tuple[int, ...] = LEASES) -> list[Recovery]:
             cluster = Cluster(
                 workdir,
                 provider,
-                specs=partial(process_specs, plugins=("tests.slow_stages",), **slow),
+                specs=partial(process_specs, plugins=("tests.support.slow_stages",), **slow),
                 lease_s=lease,
                 handoff_stall_s=lease,
                 redis_heartbeat_timeout_s=max(5, lease // 2),

@@ -30,8 +30,8 @@ from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.bench.documents import prose_pages
 from tests.bench.fairness_setup import quiet_skips
-from tests.inprocess import in_process_service
-from tests.pdfs import text_pdf
+from tests.support.inprocess import in_process_service
+from tests.support.pdfs import text_pdf
 
 RUNS = 3
 WORDS_PER_PAGE = 280

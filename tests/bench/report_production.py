@@ -140,9 +140,10 @@ def recovery_section(results: list[recovery.Recovery]) -> str:
     return (
         "## Recovery after a worker is killed\n\n"
         f"`tests/bench/recovery.py`: on {CLUSTER}, a 21-page text PDF whose embed stage pauses "
-        f"{recovery.PAUSE_S} s once (tests/slow_stages.py); the ingest pool is SIGKILLed (its whole process "
-        "group) during the pause and started again at once, as a supervisor would. The hand-off stall "
-        "follows the lease; the maintenance loop runs every 2 s (0.5 s with the short lease).\n\n"
+        f"{recovery.PAUSE_S} s once (tests/support/slow_stages.py); the ingest pool is SIGKILLed "
+        "(its whole process group) during the pause and started again at once, as a supervisor would. "
+        "The hand-off stall follows the lease; the maintenance loop runs every 2 s (0.5 s with the short "
+        "lease).\n\n"
         + "\n".join([recovery.TABLE_HEADER, *(recovery.table_row(r) for r in results)])
         + "\n\nWhat limits it: the lease. The sweeper resumes the job once the dead worker's lease has "
         "expired (renewed every third of it while a worker lives), so recovery takes about one lease "

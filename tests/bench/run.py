@@ -50,7 +50,7 @@ from tests.bench.reindex_latency import measure as measure_reindex_latency
 from tests.bench.report import Pipeline, Results, render
 from tests.bench.stages import measure_embedding, measure_extraction, measure_ocr
 from tests.bench.upload_memory import UploadMemory, measure_upload_memory
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = (

@@ -15,7 +15,7 @@ from shared.embedders.local import LocalEmbedder
 from shared.embedders.onnx_build import model_dir
 from shared.settings import Settings
 from tests.bench.documents import prose_pages
-from tests.pdfs import text_pdf, write_pdf
+from tests.support.pdfs import text_pdf, write_pdf
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,9 @@ from shared.db import Database, migrate
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.conftest import TEST_DATABASE_URL
-from tests.pdfs import text_pdf
-from tests.ports import free_port
-from tests.starvation import Latency, close_all, half_open, latency, open_streams
+from tests.support.pdfs import text_pdf
+from tests.support.ports import free_port
+from tests.support.starvation import Latency, close_all, half_open, latency, open_streams
 
 ROOT = Path(__file__).resolve().parents[2]
 TARGET_P99_MS = 200.0
@@ -70,7 +70,7 @@ def _gunicorn(url: str, folder: Path, streams: int) -> Iterator[int]:
         "PYTHONPATH": str(ROOT),
         "INGEST_DATABASE_URL": url,
         "INGEST_DATA_DIR": str(folder),
-        "INGEST_EMBEDDER": "tests.fakes:FakeEmbedder",
+        "INGEST_EMBEDDER": "tests.shared.embedders.fakes:FakeEmbedder",
         "INGEST_PORT": str(port),
         "INGEST_EVENTS_MAX_STREAMS_PER_TENANT": str(streams),
         "INGEST_GATEWAY_GRACEFUL_TIMEOUT_S": "1",
@@ -92,7 +92,7 @@ def _waitress(folder: Path, streams: int) -> Iterator[int]:
     from gateway.api.events import limit_streams_per_process
     from gateway.app import create_app
 
-    settings = Settings(data_dir=str(folder), embedder="tests.fakes:FakeEmbedder")
+    settings = Settings(data_dir=str(folder), embedder="tests.shared.embedders.fakes:FakeEmbedder")
     settings = settings.replace(events_max_streams_per_tenant=streams)
     migrate(settings.effective_database_url)
     app = create_app(settings)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import redis
 
-from tests.ports import free_port
+from tests.support.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

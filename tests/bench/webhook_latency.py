@@ -2,7 +2,7 @@
 
     python -m tests.bench.webhook_latency [--rounds 10]
 
-The embedded topology in this process (tests/inprocess.py: gateway, worker threads, webhook threads
+The embedded topology in this process (tests/support/inprocess.py: gateway, worker threads, webhook threads
 and the maintenance loop at its default interval, SQLite, the start-up heap frozen as
 deploy/embedded.py freezes it), and a local receiver that verifies each signature and notes when
 the request arrived. After one round to warm up, each round uploads a small text PDF with a
@@ -32,10 +32,10 @@ from shared.settings import Settings
 from shared.startup_heap import freeze_startup_heap
 from shared.tenants import create_tenant
 from tests.conftest import MODEL_CACHE_DIR, auth
-from tests.fakes import FAKE_EMBEDDER
-from tests.inprocess import in_process_service
-from tests.pdfs import text_pdf
-from tests.webhook_receiver import Receiver, receiver
+from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.inprocess import in_process_service
+from tests.support.pdfs import text_pdf
+from tests.support.webhook_receiver import Receiver, receiver
 
 EVENTS = ("job.queued", "job.started", "job.completed")
 TARGET_MS = 100.0

@@ -22,7 +22,7 @@ from pathlib import Path
 from tests.bench.documents import text_document
 from tests.chaos.check import wait_final
 from tests.chaos.cluster import INDEX, INGEST, Cluster
-from tests.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer
 
 PAGES = (10, 1000)
 

@@ -25,9 +25,9 @@ from shared.db import Database, migrate
 from shared.settings import Settings
 from shared.tenants import create_tenant
 from tests.chaos.servers import PrivatePostgres, PrivateRedis, RestartableS3
-from tests.openai_server import OpenAIServer
-from tests.ports import free_port
-from tests.rabbitmq_server import RabbitNode, running_rabbitmq
+from tests.support.openai_server import OpenAIServer
+from tests.support.ports import free_port
+from tests.support.rabbitmq_server import RabbitNode, running_rabbitmq
 
 ROOT = Path(__file__).resolve().parents[2]
 # The worker pools of the topology the failure matrix breaks (bulk and webhooks have no work here).

@@ -15,12 +15,12 @@ import httpx
 from sqlalchemy import func, select
 
 from shared.models import Job
-from tests import hostile_pdfs
 from tests.bench.documents import prose_pages
 from tests.chaos.check import Expected
 from tests.chaos.cluster import INDEX, INGEST, Cluster
-from tests.openai_server import OpenAIServer
-from tests.pdfs import text_pdf
+from tests.support import hostile_pdfs
+from tests.support.openai_server import OpenAIServer
+from tests.support.pdfs import text_pdf
 
 COMPLETED = frozenset({"completed"})
 FAILED = frozenset({"failed"})

@@ -21,8 +21,8 @@ from pathlib import Path
 import redis
 import sqlalchemy as sa
 
-from tests.ports import free_port
-from tests.s3_server import (
+from tests.support.ports import free_port
+from tests.support.s3_server import (
     _client,
     _remove_stray_sockets,
     _wait_ready,
@@ -31,7 +31,7 @@ from tests.s3_server import (
     weed_binary,
     weed_command,
 )
-from tests.s3_server import stop as stop_weed
+from tests.support.s3_server import stop as stop_weed
 
 HOST = "127.0.0.1"
 
@@ -153,7 +153,7 @@ class PrivateRedis:
 
 class RestartableS3:
     """`weed mini` on fixed free ports and one data folder, so it can be stopped and started again
-    with the objects it held (tests/s3_server.py starts a fresh one per run instead)."""
+    with the objects it held (tests/support/s3_server.py starts a fresh one per run instead)."""
 
     bucket = "ingest-chaos"
 

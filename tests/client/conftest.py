@@ -16,7 +16,7 @@ from werkzeug.serving import make_server
 from ingest_client import Client
 from shared.settings import Settings
 from tests.conftest import admin_key, tenant_key
-from tests.inprocess import InProcess, in_process_service
+from tests.support.inprocess import InProcess, in_process_service
 
 
 class StreamCutError(RuntimeError):

@@ -6,7 +6,7 @@ import pytest
 
 from ingest_client import ApiError
 from tests.client.conftest import Served
-from tests.pdfs import truncated_pdf
+from tests.support.pdfs import truncated_pdf
 
 
 def test_tenants_and_their_keys(stalled: Served) -> None:

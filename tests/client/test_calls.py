@@ -10,7 +10,7 @@ from standardwebhooks import WebhookVerificationError
 from ingest_client import ApiError, Client, verify_webhook
 from shared.settings import Settings
 from tests.client.conftest import Served, serving
-from tests.pdfs import text_pdf, truncated_pdf
+from tests.support.pdfs import text_pdf, truncated_pdf
 
 PDF = text_pdf(["Quarterly revenue grew in every region. " * 20, "Payment terms are thirty days. " * 20])
 
@@ -72,7 +72,7 @@ def hooked(client_settings: Settings) -> Settings:
 
 
 def test_webhook_settings_deliveries_redelivery_and_verification(hooked: Settings) -> None:
-    from tests.webhook_receiver import receiver
+    from tests.support.webhook_receiver import receiver
 
     with receiver([]) as hook, serving(hooked) as served, served.client(served.tenant_key()) as client:
         # Given a tenant whose default endpoint is a local receiver

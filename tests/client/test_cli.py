@@ -13,7 +13,7 @@ from rich.console import Console
 
 from ingest_client.cli import main
 from tests.client.conftest import Served
-from tests.pdfs import text_pdf, truncated_pdf
+from tests.support.pdfs import text_pdf, truncated_pdf
 
 
 def _run(args: list[str]) -> tuple[int, str]:

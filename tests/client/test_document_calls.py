@@ -8,7 +8,7 @@ import pytest
 
 from ingest_client import ApiError, Client
 from tests.client.conftest import Served
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 PDF = text_pdf(
     ["The warranty covers parts for two years. " * 30, "Returns are accepted within a month. " * 30]

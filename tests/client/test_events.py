@@ -7,7 +7,7 @@ import httpx
 from ingest_client import JobUpdate
 from shared.settings import Settings
 from tests.client.conftest import Served, serving
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 PDF = text_pdf(["Quarterly revenue grew in every region. " * 20, "Payment terms are thirty days. " * 20])
 

@@ -7,7 +7,7 @@ import pytest
 
 from ingest_client import ApiError, Client
 from tests.client.conftest import Served
-from tests.pdfs import text_pdf
+from tests.support.pdfs import text_pdf
 
 PDF = text_pdf(["An upload that is tried again. " * 20])
 

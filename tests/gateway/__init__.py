@@ -1,0 +1,1 @@
+"""Tests of gateway/, module by module."""

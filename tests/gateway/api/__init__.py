@@ -1,0 +1,1 @@
+"""Tests of gateway/api/, module by module."""

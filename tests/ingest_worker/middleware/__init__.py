@@ -1,0 +1,1 @@
+"""Tests of ingest_worker/middleware/, module by module."""

@@ -1,0 +1,1 @@
+"""Tests of ingest_worker/webhooks/, module by module."""

@@ -1,0 +1,1 @@
+"""Tests of shared/, module by module."""

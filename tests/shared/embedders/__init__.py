@@ -1,0 +1,1 @@
+"""Tests of shared/embedders/, module by module."""

@@ -1,0 +1,1 @@
+"""Tests of shared/vectorstores/, module by module."""

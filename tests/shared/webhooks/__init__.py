@@ -1,0 +1,1 @@
+"""Tests of shared/webhooks/, module by module."""

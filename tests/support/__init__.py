@@ -1,0 +1,1 @@
+"""What the tests share: servers they start, documents they make, probes, and the paths of the repository."""

@@ -1,0 +1,103 @@
+"""Hostile and broken PDFs, mostly written byte by byte: bombs, lying counts, looping trees, huge images,
+encryption of every standard kind and others, broken encryption dictionaries, filters pypdf cannot
+decode, damaged cross-references."""
+
+from __future__ import annotations
+
+from tests.support.hostile_pdfs.bombs import (
+    cyclic_page_tree_pdf,
+    deep_page_tree_pdf,
+    gigapixel_image_pdf,
+    huge_count_pdf,
+    nested_tree_pdf,
+    object_table_bomb_pdf,
+    shared_branch_pdf,
+    shared_stream_bomb_pdf,
+)
+from tests.support.hostile_pdfs.broken_encryption import (
+    BROKEN_ENCRYPTION,
+    patched_encryption,
+    standard_encrypt,
+)
+from tests.support.hostile_pdfs.encryption import (
+    ENCRYPTION_ALGORITHMS,
+    certificate_encrypted_pdf,
+    encrypted_with,
+    owner_only_pdf,
+    password_pdf,
+    unknown_revision_encrypted_pdf,
+)
+from tests.support.hostile_pdfs.filters import (
+    BROKEN_FILTERS,
+    abbreviated_a85_pdf,
+    abbreviated_flate_pdf,
+    base64_85,
+    brotli_content_pdf,
+    filtered_content_pdf,
+    jbig2_content_pdf,
+    named_crypt_filter_pdf,
+    unknown_filter_pdf,
+)
+from tests.support.hostile_pdfs.objects import CATALOG, MEDIA_BOX, leaf_page
+from tests.support.hostile_pdfs.structure import (
+    crop_outside_media_pdf,
+    deep_dictionary_nesting_pdf,
+    deep_inline_nesting_pdf,
+    deeply_nested_array_pdf,
+    disguised_png,
+    many_pages_pdf,
+    no_xref_pdf,
+    object_stream_loop_pdf,
+    parent_loop_pdf,
+    self_drawing_form_pdf,
+    self_referencing_contents_pdf,
+    shifted_xref_pdf,
+    wrong_type_everywhere_pdf,
+    xref_prev_loop_pdf,
+)
+
+__all__ = [
+    "BROKEN_ENCRYPTION",
+    "BROKEN_FILTERS",
+    "CATALOG",
+    "ENCRYPTION_ALGORITHMS",
+    "MEDIA_BOX",
+    "abbreviated_a85_pdf",
+    "abbreviated_flate_pdf",
+    "base64_85",
+    "brotli_content_pdf",
+    "certificate_encrypted_pdf",
+    "crop_outside_media_pdf",
+    "cyclic_page_tree_pdf",
+    "deep_dictionary_nesting_pdf",
+    "deep_inline_nesting_pdf",
+    "deep_page_tree_pdf",
+    "deeply_nested_array_pdf",
+    "disguised_png",
+    "encrypted_with",
+    "filtered_content_pdf",
+    "gigapixel_image_pdf",
+    "huge_count_pdf",
+    "jbig2_content_pdf",
+    "leaf_page",
+    "many_pages_pdf",
+    "named_crypt_filter_pdf",
+    "nested_tree_pdf",
+    "no_xref_pdf",
+    "object_stream_loop_pdf",
+    "object_table_bomb_pdf",
+    "owner_only_pdf",
+    "parent_loop_pdf",
+    "password_pdf",
+    "patched_encryption",
+    "self_drawing_form_pdf",
+    "self_referencing_contents_pdf",
+    "shared_branch_pdf",
+    "shared_stream_bomb_pdf",
+    "shifted_xref_pdf",
+    "standard_encrypt",
+    "unknown_filter_pdf",
+    "unknown_revision_encrypted_pdf",
+    "wrong_type_everywhere_pdf",
+    "xref_prev_loop_pdf",
+]
