@@ -91,10 +91,11 @@ run: $(RUNTIME_STAMP) tesseract model
 setup: $(DEV_STAMP) test-debs model
 
 # The suite runs in PYTEST_WORKERS processes (pytest-xdist; each has its own database, S3 server, ports
-# and folders). Most tests wait on processes, sockets and sleeps, so there are more workers than cores;
-# PYTEST_WORKERS=0 runs everything in one process. A subset by marker:
+# and folders), one per core: with 4, tests that run 50 requests at once on two processes together took
+# every one of a default PostgreSQL's 100 connections. PYTEST_WORKERS=0 runs everything in one process.
+# A subset by marker:
 # make test PYTEST_ARGS="-m 'not browser'" (the markers are listed in pyproject.toml).
-PYTEST_WORKERS ?= 4
+PYTEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadfile)
 test: setup
 	$(PY) -m pytest $(XDIST) -m "not rabbitmq" $(PYTEST_ARGS)
@@ -102,7 +103,7 @@ test: setup
 # The broker-dependent tests again on RabbitMQ, against a private node the tests start on free ports
 # (tests/support/rabbitmq_server.py); kept apart so `make test` stays as long as it was. CI runs both,
 # side by side.
-RABBITMQ_WORKERS ?= 2
+RABBITMQ_WORKERS ?= 0
 test-rabbitmq: setup
 	$(PY) -m pytest $(if $(filter 0,$(RABBITMQ_WORKERS)),-p no:xdist,-n $(RABBITMQ_WORKERS) --dist loadfile) -m rabbitmq $(PYTEST_ARGS)
 

@@ -188,8 +188,10 @@ class DatabaseUnavailableError(TransientError):
     code = "database_unavailable"
     message = "The database is unavailable; try again shortly."
 
-    def __init__(self, *, maybe_committed: bool = False, retry_after_s: float = 2.0) -> None:
-        super().__init__(retry_after_s=retry_after_s)
+    def __init__(
+        self, message: str | None = None, *, maybe_committed: bool = False, retry_after_s: float = 2.0
+    ) -> None:
+        super().__init__(message, retry_after_s=retry_after_s)
         self.maybe_committed = maybe_committed
 
 

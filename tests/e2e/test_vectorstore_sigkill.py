@@ -64,7 +64,7 @@ class Embedded:
     def start(self) -> None:
         with self.log.open("ab") as log:
             self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "tests" / "killable_embedded.py")],
+                [sys.executable, str(ROOT / "tests" / "support" / "killable_embedded.py")],
                 env=self.env,
                 cwd=ROOT,
                 stdout=log,
