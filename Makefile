@@ -90,11 +90,10 @@ run: $(RUNTIME_STAMP) tesseract model
 # Everything the tests need, installed once: the virtualenv, the Debian packages and the model.
 setup: $(DEV_STAMP) test-debs model
 
-# The suite runs in one process by default. PYTEST_WORKERS=2 runs it in that many pytest-xdist processes
-# (each has its own database, S3 server, ports and folders), but not yet reliably: the tests' connection
-# pools together take every one of a default PostgreSQL's 100 connections. A subset by marker:
+# The suite runs in two pytest-xdist processes, one per core of the 2-core budget (each has its own
+# database, S3 server, ports and folders); PYTEST_WORKERS=0 runs it in one process. A subset by marker:
 # make test PYTEST_ARGS="-m 'not browser'" (the markers are listed in pyproject.toml).
-PYTEST_WORKERS ?= 0
+PYTEST_WORKERS ?= 2
 XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadfile)
 test: setup
 	$(PY) -m pytest $(XDIST) -m "not rabbitmq" $(PYTEST_ARGS)

@@ -205,6 +205,12 @@ class Database:
                 raise
         return work()
 
+    def dispose(self) -> None:
+        """Closes the idle connections of both pools (they reopen on the next use)."""
+        self.engine.dispose()
+        if self._reads is not None:
+            self._reads.dispose()
+
     @property
     def is_sqlite(self) -> bool:
         return self.engine.dialect.name == "sqlite"

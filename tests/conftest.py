@@ -27,8 +27,9 @@ from shared.settings import Settings
 from tests.shared.embedders.fakes import FAKE_EMBEDDER
 from tests.support.databases import migrate_database
 
-# Markers from the servers a test uses, and the grouping of tests across xdist workers.
-pytest_plugins = ["tests.support.markers"]
+# Markers from the servers a test uses, and the grouping of tests across xdist workers; the closing of
+# each test's server connections.
+pytest_plugins = ["tests.support.markers", "tests.support.server_connections"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATABASE_URL = os.environ.get(
@@ -94,7 +95,7 @@ def pg_db(pg_server_url: str) -> Iterator[Database]:
         tables = ", ".join(t.name for t in reversed(Base.metadata.sorted_tables))
         conn.execute(sa.text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
     yield db
-    db.engine.dispose()
+    db.dispose()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

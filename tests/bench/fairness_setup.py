@@ -165,7 +165,7 @@ def fairness_service(cap: int, provider: OpenAIServer) -> Iterator[FairnessServi
             worker.stop()
         broker.close()
         resources.vectors.close()
-        resources.db.engine.dispose()
+        resources.db.dispose()
         end_idle_parse_children()
         shutil.rmtree(workdir, ignore_errors=True)
         client = redis.Redis.from_url(REDIS_URL)

@@ -122,7 +122,7 @@ class EmbeddedService:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
             _end_stragglers(descendants)
-        self.db.engine.dispose()
+        self.db.dispose()
 
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

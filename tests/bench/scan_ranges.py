@@ -115,7 +115,7 @@ def run(settings: Settings, pdf: bytes, workdir: Path, *, range_pages: int, para
             os.killpg(proc.pid, signal.SIGTERM)
         for proc in procs:
             proc.wait(timeout=60)
-        db.engine.dispose()
+        db.dispose()
 
 
 def describe(

@@ -118,7 +118,7 @@ def _load(server: str, port: int, url: str, streams: int, halves: int, count: in
     db = Database(url)
     with db.transaction() as session:
         noisy, quiet = create_tenant(session, "noisy")[1], create_tenant(session, "quiet")[1]
-    db.engine.dispose()
+    db.dispose()
     jobs = []
     for key in (noisy, quiet):
         files = {"file": ("a.pdf", text_pdf([f"{key}"]), "application/pdf")}

@@ -142,7 +142,7 @@ class Cluster:
     def stop(self) -> None:
         self.topology.stop()
         if self.db is not None:
-            self.db.engine.dispose()
+            self.db.dispose()
         self.s3.stop()
         self.redis.stop()
         self.postgres.stop()

@@ -138,7 +138,7 @@ def test_sigkill_in_index_stages_loses_and_duplicates_no_point(tmp_path: Path) -
                 store.close()
     finally:
         service.kill()
-        db.engine.dispose()
+        db.dispose()
 
 
 def job_status(db: Database, job_id: str) -> str:

@@ -20,7 +20,7 @@ from shared.errors import DatabaseUnavailableError
 def gateway_db(pg_server_url: str) -> Iterator[Database]:
     db = Database(pg_server_url)
     yield db
-    db.engine.dispose()
+    db.dispose()
 
 
 def _backend_pid(connection: Connection | Session) -> int:

@@ -146,7 +146,7 @@ def served(settings: Settings, *, threads: int = 2, maintenance: bool = False) -
             thread.join(10)
     # The pool's connections go now, not whenever the engine is collected: the suite's other
     # tests share the PostgreSQL server's connection limit.
-    service.resources.db.engine.dispose()
+    service.resources.db.dispose()
 
 
 @contextmanager
