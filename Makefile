@@ -99,7 +99,7 @@ test: setup
 	$(PY) -m pytest $(XDIST) -m "not rabbitmq" $(PYTEST_ARGS)
 
 # The broker-dependent tests again on RabbitMQ, against a private node the tests start on free ports
-# (tests/support/rabbitmq_server.py); kept apart so `make test` stays as long as it was. CI runs both,
+# (tests/support/rabbitmq_server.py); kept apart so `make test` stays as long as it was. CI runs both
 # side by side.
 RABBITMQ_WORKERS ?= 0
 test-rabbitmq: setup
