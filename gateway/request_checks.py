@@ -1,7 +1,7 @@
-"""Checks every request passes before a view runs: ids that fit the database, no NUL characters, a
-JSON body within bounds (shared/json_documents.py); and the caller's body limit, checked before the
-body is read. An upload's form is read by gateway/upload_form.py, which reports its own faults (too
-many parts among them)."""
+"""Checks every request passes before a view runs: ids that fit the database and no NUL characters;
+and the caller's body limit, checked before the body is read. A JSON body is read by the views'
+parser (gateway/blueprint.py), an upload's form by gateway/upload_form.py, each after the key check
+and each reporting its own faults."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from typing import Any
 from flask import Flask, request
 from werkzeug.routing import IntegerConverter
 
-from shared import json_documents
 from shared.errors import InvalidRequestError, UploadTooLargeError
 
 # The largest id either database stores (a signed 64-bit integer).
@@ -35,14 +34,6 @@ def refuse_nul() -> None:
         raise InvalidRequestError("The request contains a NUL character.", code="nul_character")
 
 
-def check_json_body() -> None:
-    """A JSON body is parsed once here under bounds (depth, lone surrogates, strict UTF-8), so that
-    no view's parser (webargs parses it again) meets a RecursionError or an unencodable string."""
-    # The same test as webargs' is_json: only such bodies are ever parsed as JSON.
-    if request.is_json and (data := request.get_data(cache=True)):
-        json_documents.loads(data)
-
-
 def limit_body(limit_mb: int) -> int:
     """Bound this request's body by the caller's upload limit (which may exceed the service default)
     plus the multipart framing, and return that bound in bytes: an announced larger Content-Length is
@@ -57,7 +48,6 @@ def limit_body(limit_mb: int) -> int:
 
 
 def install(app: Flask) -> None:
-    """Bounded integer ids, the NUL check and the JSON body check (before blueprints register)."""
+    """Bounded integer ids and the NUL check (before blueprints register)."""
     app.url_map.converters["int"] = IdConverter
     app.before_request(refuse_nul)
-    app.before_request(check_json_body)

@@ -36,6 +36,8 @@ from shared.storage import ObjectStorage
 # a request), so the reads match its read-ahead.
 READ_BYTES = 1024 * 1024
 FILE_FIELDS = frozenset({"file", "files"})
+# The names a part may have (a text part named like a file part is no file: `missing_file`).
+FORM_FIELDS = FILE_FIELDS | {"callback_url", "ocr_languages", "metadata"}
 PDF_MAGIC = b"%PDF-"
 # Readers accept a PDF header preceded by a little junk, within the first 1 KiB.
 MAGIC_WINDOW = 1024
@@ -169,11 +171,13 @@ class _FormReader:
             raise MalformedFormError("a part without Content-Disposition")
         _, options = parse_options_header(self.headers["content-disposition"])
         name, filename = options.get("name"), options.get("filename")
+        if name not in (FORM_FIELDS if filename is None else FILE_FIELDS):
+            # Refused, not ignored: a misspelt field must not silently fall back to its default.
+            raise InvalidRequestError(f"The form has no field {name!r}.", code="unknown_form_field")
         if filename is None:
             self._text_field(name)
-        elif name in FILE_FIELDS:
+        else:
             self._file(name, filename)
-        # A file under another name is read past, as Werkzeug's form left it unused.
         self.fresh = True
 
     def _text_field(self, name: str | None) -> None:

@@ -79,6 +79,11 @@ class InvalidTextError(InvalidRequestError):
     message = "A string holds a lone UTF-16 surrogate (U+D800-U+DFFF), which is not a character."
 
 
+class MissingBodyError(InvalidRequestError):
+    code = "missing_body"
+    message = "This call takes a JSON body (an empty object, {}, where every field has its default)."
+
+
 class InvalidFilterError(InvalidRequestError):
     code = "invalid_filter"
     message = "The search filter is invalid."
@@ -102,6 +107,10 @@ class NotAPdfError(PermanentError):
 class UnsupportedMediaTypeError(PermanentError):
     code = "unsupported_media_type"
     message = "Send the PDF as multipart/form-data in the field 'file'."
+
+
+class NotJsonError(UnsupportedMediaTypeError):
+    message = "This call takes a JSON body: send it with Content-Type: application/json."
 
 
 class EmptyFileError(PermanentError):

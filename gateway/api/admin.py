@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask_smorest import Blueprint
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from gateway.auth import admin_required
+from gateway.blueprint import Blueprint
 from gateway.representations import dead_letter_body, key_body, reindex_body, tenant_body
 from gateway.schemas.admin import (
     ApiKeyListSchema,

@@ -7,23 +7,21 @@ the same rule the document's `indexed` field shows; the file is streamed from ob
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from typing import Any
 
 from flask import Response, g
-from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway.auth import tenant_required
+from gateway.blueprint import Blueprint
 from gateway.content_disposition import attachment
+from gateway.pagination import decode_cursor, encode_cursor
 from gateway.schemas.common import ListArgsSchema
 from gateway.schemas.document_content import ChunkListSchema, DocumentTextSchema
 from gateway.services import services
 from shared.artifacts import load_items
 from shared.document_versions import artifact_key_of, serving_job
-from shared.errors import ConflictError, InvalidRequestError, NotFoundError, ObjectNotFoundError
+from shared.errors import ConflictError, NotFoundError, ObjectNotFoundError
 from shared.models import Document, Job
 
 blp = Blueprint("document_content", __name__, description="Read a document's indexed content and original")
@@ -59,20 +57,6 @@ def _artifact(key: str, kind: str) -> list[dict[str, Any]]:
     return load_items(kind, data)
 
 
-def _encode_cursor(job_id: str, index: int) -> str:
-    return base64.urlsafe_b64encode(json.dumps([job_id, index]).encode()).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[str, int]:
-    try:
-        job_id, index = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-        if not isinstance(job_id, str) or not isinstance(index, int) or isinstance(index, bool):
-            raise TypeError("cursor fields")
-        return job_id, index
-    except (binascii.Error, ValueError, TypeError, UnicodeDecodeError):
-        raise InvalidRequestError("The cursor is not one this API gave out.", code="invalid_cursor") from None
-
-
 @blp.route("/v1/documents/<document_id>/chunks", methods=["GET"])
 @tenant_required
 @blp.arguments(ListArgsSchema, location="query", as_kwargs=True)
@@ -88,7 +72,7 @@ def list_chunks(document_id: str, limit: int, cursor: str | None = None) -> Any:
         job_id, index_version = job.id, job.index_version
     after = -1
     if cursor:
-        cursor_job, after = _decode_cursor(cursor)
+        after, cursor_job = decode_cursor(cursor)
         if cursor_job != job_id:
             raise ConflictError(
                 "The indexed version changed since this cursor was given out.", code="indexed_version_changed"
@@ -99,7 +83,7 @@ def list_chunks(document_id: str, limit: int, cursor: str | None = None) -> Any:
         "job_id": job_id,
         "index_version": index_version,
         "items": [_chunk_body(c) for c in page],
-        "next_cursor": _encode_cursor(job_id, int(page[-1]["index"])) if len(chunks) > limit else None,
+        "next_cursor": encode_cursor(int(page[-1]["index"]), job_id) if len(chunks) > limit else None,
     }
 
 

@@ -6,20 +6,20 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g, request, url_for
-from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway import idempotency, request_checks, upload_form, uploads
 from gateway.auth import tenant_required
+from gateway.blueprint import Blueprint
 from gateway.idempotency import StoredResponse
 from gateway.pagination import next_cursor, page
 from gateway.representations import document_body
 from gateway.schemas.common import ListArgsSchema
 from gateway.schemas.documents import (
     DocumentListSchema,
-    DocumentMetadataSchema,
     DocumentSchema,
     IdempotencyHeaderSchema,
+    MetadataUpdateSchema,
     UploadFormSchema,
     UploadQuerySchema,
     UploadResponseSchema,
@@ -38,19 +38,30 @@ blp = Blueprint("documents", __name__, description="Upload and manage PDF docume
 
 UPLOAD_BODY = {
     "required": True,
-    "content": {"multipart/form-data": {"schema": UploadFormSchema}},
+    "content": {
+        "multipart/form-data": {
+            "schema": UploadFormSchema,
+            # Each file part is a PDF; the metadata part is a JSON text, the form a generated client
+            # sends an object in.
+            "encoding": {
+                "file": {"contentType": "application/pdf"},
+                "metadata": {"contentType": "application/json"},
+            },
+        }
+    },
 }
 
 
 def _callback_url(form: UploadForm) -> str | None:
     """The job's callback URL, refused unless https and public (or allow-listed in settings)."""
-    return check_setting(form.fields.get("callback_url") or None, services().settings)
+    url = form.fields.get("callback_url")
+    return None if url is None else check_setting(url, services().settings)
 
 
 def _ocr_languages(form: UploadForm) -> str | None:
     """The upload's OCR languages ("deu+eng"), refused (422 `unknown_ocr_language`) unless each is one
     the service offers (Settings.ocr_available_languages)."""
-    value = form.fields.get("ocr_languages") or None
+    value = form.fields.get("ocr_languages")
     return (
         None if value is None else ocr_languages.checked(value, services().settings.ocr_available_languages)
     )
@@ -226,7 +237,7 @@ def delete_document(document_id: str) -> Any:
 
 @blp.route("/v1/documents/<document_id>", methods=["PATCH"])
 @tenant_required
-@blp.arguments(DocumentMetadataSchema)
+@blp.arguments(MetadataUpdateSchema)
 @blp.response(202, JobSchema)
 def change_document_metadata(args: dict[str, Any], document_id: str) -> Any:
     """Replace a document's metadata: at once on the document, and a job writes it into the payload

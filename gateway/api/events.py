@@ -19,10 +19,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from flask import Flask, Response, current_app, g, request
-from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway.auth import Caller, still_authorised, tenant_required
+from gateway.blueprint import Blueprint
 from gateway.request_checks import MAX_ID
 from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services

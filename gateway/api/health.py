@@ -6,9 +6,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from flask_smorest import Blueprint
 from sqlalchemy import text
 
+from gateway.blueprint import Blueprint
 from gateway.schemas.health import HealthSchema, ReadinessSchema
 from gateway.services import Services, services
 from shared.errors import IngestError, SearchUnavailableError

@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 from sqlalchemy import select
 
 from gateway.auth import tenant_required
+from gateway.blueprint import Blueprint
 from gateway.services import services
 from shared.errors import NotFoundError
 from shared.job_queries import get_job

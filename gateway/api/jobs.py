@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway.auth import tenant_required
+from gateway.blueprint import Blueprint
 from gateway.pagination import next_cursor, page
 from gateway.schemas.jobs import JobListArgsSchema, JobListSchema, JobSchema
 from gateway.services import services

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from flask_smorest import Blueprint
 
 from gateway.auth import tenant_required
+from gateway.blueprint import Blueprint
 from gateway.schemas.search import SearchArgsSchema, SearchRequestSchema, SearchResponseSchema
 from gateway.services import services
 from shared import sparse

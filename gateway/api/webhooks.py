@@ -6,10 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from flask import g
-from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from gateway.auth import tenant_required
+from gateway.blueprint import Blueprint
 from gateway.representations import delivery_body, webhook_settings_body
 from gateway.schemas.webhooks import (
     DeliveryListSchema,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from flask import g
-from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
 from gateway.auth import key_required
+from gateway.blueprint import Blueprint
 from gateway.services import services
 from shared.models import KeyRole, Tenant
 
