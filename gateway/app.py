@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import http
-from typing import Any
-
 from flask import Flask
-from flask_smorest import Api
-from flask_smorest.utils import prepare_response
 
 from gateway import console, metrics, request_checks, swagger_assets
 from gateway.api import (
@@ -23,7 +18,7 @@ from gateway.api import (
     whoami,
 )
 from gateway.errors import register_error_handlers
-from gateway.schemas.common import ProblemSchema
+from gateway.openapi import BEARER, IngestApi
 from gateway.services import Services
 from shared.db import Database
 from shared.embedders import Embedder
@@ -32,27 +27,6 @@ from shared.queue import Publisher, make_broker
 from shared.settings import Settings
 from shared.storage import make_storage
 from shared.vectorstores import VectorStore
-
-PROBLEM_JSON = "application/problem+json"
-BEARER = {"type": "http", "scheme": "bearer", "description": "an API key: Authorization: Bearer <key>"}
-
-
-class IngestApi(Api):  # type: ignore[misc]
-    """flask-smorest's Api, documenting errors as our problem+json."""
-
-    ERROR_SCHEMA = ProblemSchema
-
-    def _register_responses(self) -> None:
-        # flask-smorest documents its error responses as application/json; ours are problem+json.
-        for status in http.HTTPStatus:
-            response: dict[str, Any] = {"description": status.phrase}
-            if not 100 <= status < 200 and status not in (204, 304):
-                response["schema"] = self.ERROR_SCHEMA
-            prepare_response(response, self.spec, PROBLEM_JSON)
-            self.spec.components.response(status.name, response, lazy=True)
-        response = {"description": "Default error response", "schema": self.ERROR_SCHEMA}
-        prepare_response(response, self.spec, PROBLEM_JSON)
-        self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
 
 
 def create_app(
@@ -76,7 +50,7 @@ def create_app(
     app.config.update(
         API_TITLE="PDF ingestion service",
         API_VERSION="v1",
-        OPENAPI_VERSION="3.0.3",
+        OPENAPI_VERSION="3.1.0",
         OPENAPI_URL_PREFIX="/",
         OPENAPI_JSON_PATH="openapi.json",
         OPENAPI_SWAGGER_UI_PATH="docs",
@@ -94,7 +68,7 @@ def create_app(
         settings, db, make_storage(settings), relay, vectors=vectors, embedder=embedder
     )
     request_checks.install(app)
-    api = IngestApi(app)
+    api = IngestApi(app, settings)
     for blueprint in (health.blp, documents.blp, jobs.blp, events.blp, webhooks.blp, search.blp, admin.blp):
         api.register_blueprint(blueprint)
     api.register_blueprint(document_content.blp)

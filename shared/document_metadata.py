@@ -17,8 +17,34 @@ from shared.errors import InvalidMetadataError
 from shared.json_documents import has_lone_surrogate
 
 MAX_BYTES = 8 * 1024
-KEY = re.compile(r"[A-Za-z0-9_]{1,64}")
+KEY_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
+KEY = re.compile(KEY_PATTERN)
 Scalar = str | int | float | bool
+# Qdrant (server and engine) holds integers as signed 64-bit; a number outside this range, integer or
+# not, is refused, so that the OpenAPI document can state the rule as a JSON Schema range.
+NUMBER_MIN, NUMBER_MAX = -(2**63), 2**63 - 1
+
+# The same rules as JSON Schema (2020-12, OpenAPI 3.1), for the OpenAPI document: one schema of several
+# types, each keyword applying to its own (a pattern to strings, a range to numbers, items to lists).
+# The size limit and the lone surrogates (which no JSON Schema can state) are in the description.
+SCALAR_SCHEMA: dict[str, Any] = {
+    "type": ["string", "number", "boolean"],
+    "pattern": "^[^\\u0000]*$",
+    "minimum": NUMBER_MIN,
+    "maximum": NUMBER_MAX,
+}
+JSON_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "propertyNames": {"pattern": KEY_PATTERN},
+    "additionalProperties": {
+        **SCALAR_SCHEMA,
+        "type": [*SCALAR_SCHEMA["type"], "array"],
+        "items": SCALAR_SCHEMA,
+    },
+    "description": f"at most {MAX_BYTES} bytes as compact UTF-8 JSON: keys of 1-64 letters, digits or"
+    " underscores; values strings (no NUL), numbers within a signed 64-bit integer's range, booleans or"
+    " lists of them",
+}
 
 
 def size_of(metadata: dict[str, Any]) -> int:
@@ -50,11 +76,11 @@ def checked(value: Any) -> dict[str, Any]:
             shown = str(key)[:70]
             raise InvalidMetadataError(f"metadata key {shown!r} is not 1-64 letters, digits or underscores.")
         if isinstance(item, list):
-            if not all(_scalar(v) for v in item):
+            if not all(is_scalar(v) for v in item):
                 raise InvalidMetadataError(
                     f"metadata.{key} is a list with an item that is not a string, number or boolean."
                 )
-        elif not _scalar(item):
+        elif not is_scalar(item):
             raise InvalidMetadataError(
                 f"metadata.{key} must be a string, number, boolean or a list of them (not {_kind(item)})."
             )
@@ -63,16 +89,16 @@ def checked(value: Any) -> dict[str, Any]:
     return value
 
 
-def _scalar(value: Any) -> bool:
+def is_scalar(value: Any) -> bool:
+    """A value metadata may hold (or a list of it): a string, a number or a boolean, by the rules above."""
     if isinstance(value, str):
         # PostgreSQL cannot store NUL in text, nor any store a lone surrogate (no UTF-8 for it).
         return "\x00" not in value and not has_lone_surrogate(value)
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, int) and not isinstance(value, bool):
-        # Qdrant (and PostgreSQL's JSON in practice) hold signed 64-bit integers.
-        return -(2**63) <= value < 2**63
-    return isinstance(value, bool)
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, int | float):
+        return math.isfinite(value) and NUMBER_MIN <= value <= NUMBER_MAX
+    return False
 
 
 def _kind(value: Any) -> str:
@@ -80,10 +106,8 @@ def _kind(value: Any) -> str:
         return "null"
     if isinstance(value, dict):
         return "an object"
-    if isinstance(value, float):
-        return "a non-finite number"
-    if isinstance(value, int):
-        return "an integer beyond 64 bits"
+    if isinstance(value, int | float):
+        return "a number outside a signed 64-bit integer's range"
     if isinstance(value, str):
         return "a string with a NUL character or a lone surrogate"
     return type(value).__name__

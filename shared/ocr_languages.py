@@ -16,12 +16,20 @@ def available(configured: str) -> tuple[str, ...]:
     return tuple(code.strip() for code in configured.split(",") if code.strip())
 
 
+def pattern(configured: str) -> str:
+    """The regular expression (JSON Schema dialect too) of the values `checked` accepts: up to
+    `MAX_LANGUAGES` of `configured`'s codes joined by '+'."""
+    code = "(?:" + "|".join(re.escape(c) for c in available(configured)) + ")"
+    return f"^{code}(?:\\+{code}){{0,{MAX_LANGUAGES - 1}}}$"
+
+
 def checked(value: str, configured: str) -> str:
-    """`value` ("deu+eng"), stripped, when every language in it is one of `configured`'s; raises
-    UnknownOcrLanguageError naming the others, or the list allowed, otherwise."""
+    """`value` ("deu+eng"), each language once, when it is up to `MAX_LANGUAGES` codes of
+    `configured`'s joined by '+' (`pattern`); raises UnknownOcrLanguageError naming the others, or the
+    list allowed, otherwise."""
     allowed = available(configured)
-    codes = value.strip().split("+")
-    if not value.strip() or len(codes) > MAX_LANGUAGES or not all(_CODE.fullmatch(c) for c in codes):
+    codes = value.split("+")
+    if len(codes) > MAX_LANGUAGES or not all(_CODE.fullmatch(c) for c in codes):
         raise UnknownOcrLanguageError(
             f"ocr_languages must be up to {MAX_LANGUAGES} language codes joined by '+', such as 'deu+eng';"
             f" available: {', '.join(allowed)}."
@@ -31,9 +39,8 @@ def checked(value: str, configured: str) -> str:
         raise UnknownOcrLanguageError(
             f"Unknown OCR language(s): {', '.join(unknown)}; available: {', '.join(allowed)}."
         )
-    if len(set(codes)) != len(codes):
-        raise UnknownOcrLanguageError("ocr_languages names a language twice.")
-    return "+".join(codes)
+    # A language named twice is read once (tesseract would load it twice).
+    return "+".join(dict.fromkeys(codes))
 
 
 def missing(configured: str, installed: set[str]) -> list[str]:

@@ -7,25 +7,29 @@ its tenant and version scope, so a filter can only narrow what a tenant already 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from qdrant_client import models
 
+from shared.document_metadata import KEY, NUMBER_MAX, NUMBER_MIN
 from shared.errors import InvalidFilterError
 
-METADATA_KEY = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 Scalar = str | int | float | bool
-# Qdrant (server and engine) holds integers as signed 64-bit: a larger one cannot be compared.
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
-def refuse_big_ints(values: Any) -> None:
-    """`InvalidFilterError` when one of `values` is an integer outside the signed 64-bit range."""
+def refuse_big_numbers(values: Any) -> None:
+    """`InvalidFilterError` when one of `values` is a number outside the signed 64-bit integer range,
+    which no metadata value can hold (shared/document_metadata.py) and Qdrant cannot compare."""
     for value in values:
-        if isinstance(value, int) and not INT64_MIN <= value <= INT64_MAX:
-            raise InvalidFilterError("A metadata filter's integers must fit in a signed 64-bit integer.")
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and not NUMBER_MIN <= value <= NUMBER_MAX
+        ):
+            raise InvalidFilterError(
+                "A metadata filter's numbers must be within a signed 64-bit integer's range."
+            )
 
 
 @dataclass(frozen=True)
@@ -39,14 +43,14 @@ class MetadataCondition:
     lte: float | None = None
 
     def __post_init__(self) -> None:
-        if not METADATA_KEY.match(self.key):
-            raise ValueError(f"metadata key must match {METADATA_KEY.pattern}")
+        if not KEY.fullmatch(self.key):
+            raise ValueError(f"metadata key must match {KEY.pattern}")
         given = [self.eq is not None, self.any_of is not None, self.gte is not None or self.lte is not None]
         if sum(given) != 1:
             raise ValueError("a metadata condition is one of eq, in, or a range (gte/lte)")
         if self.any_of is not None and len({type(v) for v in self.any_of}) > 1:
             raise ValueError("the values of `in` are all strings or all integers")
-        refuse_big_ints([self.eq, *(self.any_of or ())])
+        refuse_big_numbers([self.eq, *(self.any_of or ())])
 
 
 @dataclass(frozen=True)

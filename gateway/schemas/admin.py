@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from gateway.schemas.common import StrictSchema
+from gateway.schemas.common import BodySchema, OcrLanguagesField, StrictSchema
 from gateway.schemas.jobs import ErrorSchema
 from shared.models import TenantStatus
 
 
-class ReindexArgsSchema(StrictSchema):
+class ReindexArgsSchema(BodySchema):
     from_stage = fields.String(
         data_key="from", load_default="embed", validate=validate.OneOf(["index", "embed", "chunk", "extract"])
     )
@@ -38,7 +38,7 @@ class ReindexSchema(Schema):
     finished_at = fields.String(allow_none=True)
 
 
-class LimitsSchema(StrictSchema):
+class LimitsSchema(BodySchema):
     """A tenant's own limits; null means the service default."""
 
     max_active_jobs = fields.Integer(allow_none=True, validate=validate.Range(min=1, max=100_000))
@@ -56,11 +56,11 @@ class TenantCreateSchema(LimitsSchema):
     name = fields.String(
         required=True, validate=[validate.Length(min=1, max=100), validate.Regexp(r"^[A-Za-z0-9_.-]+$")]
     )
-    ocr_languages = fields.String(allow_none=True, metadata={"description": OCR_LANGUAGES_DESCRIPTION})
+    ocr_languages = OcrLanguagesField(allow_none=True, metadata={"description": OCR_LANGUAGES_DESCRIPTION})
 
 
-class TenantOcrSchema(StrictSchema):
-    ocr_languages = fields.String(
+class TenantOcrSchema(BodySchema):
+    ocr_languages = OcrLanguagesField(
         required=True, allow_none=True, metadata={"description": OCR_LANGUAGES_DESCRIPTION}
     )
 

@@ -2,30 +2,45 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow import Schema, fields, validate
 
-from gateway.schemas.common import StrictSchema
+from gateway.schemas.common import (
+    BodySchema,
+    MetadataField,
+    OcrLanguagesField,
+    StrictSchema,
+    callback_url_field,
+)
 from gateway.schemas.jobs import ErrorSchema, JobSchema
+from shared.settings import Settings
 
 
-class UploadFormSchema(Schema):
-    """multipart/form-data: one or several `file` parts, and optional callback URL, OCR languages and
-    metadata."""
+class FilesField(fields.List):
+    """The upload's `file` parts: at least one, at most the service's `max_files_per_request`."""
 
-    file = fields.List(fields.Raw(metadata={"type": "string", "format": "binary"}), required=True)
-    callback_url = fields.String(metadata={"description": "http(s) URL that receives the job's events"})
-    ocr_languages = fields.String(
+    def __init__(self) -> None:
+        super().__init__(fields.Raw(metadata={"type": "string", "format": "binary"}), required=True)
+
+    def json_schema(self, settings: Settings) -> dict[str, Any]:
+        return {"minItems": 1, "maxItems": settings.max_files_per_request}
+
+
+class UploadFormSchema(BodySchema):
+    """multipart/form-data: one or several `file` parts (PDFs), and optional callback URL, OCR
+    languages and metadata; a field of another name is refused (400 `unknown_form_field`)."""
+
+    file = FilesField()
+    callback_url = callback_url_field(metadata={"description": "http(s) URL that receives the job's events"})
+    ocr_languages = OcrLanguagesField(
         metadata={
             "description": "tesseract languages for scanned pages, joined by '+' ('deu+eng'); default:"
             " the tenant's, else the service's"
         }
     )
-    metadata = fields.String(
-        metadata={
-            "description": "a JSON object of at most 8 KB: keys of 1-64 letters, digits or underscores;"
-            " values strings, numbers, booleans or lists of them. Copied into every chunk's search"
-            " payload under `metadata`"
-        }
+    metadata = MetadataField(
+        metadata={"description": "a JSON object, copied into every chunk's search payload under `metadata`"}
     )
 
 
@@ -80,9 +95,7 @@ class DocumentSchema(Schema):
     ocr_languages = fields.String(
         allow_none=True, metadata={"description": "the tesseract languages its scanned pages are read in"}
     )
-    metadata = fields.Dict(
-        keys=fields.String(), metadata={"description": "the client's metadata ({} when none was given)"}
-    )
+    metadata = MetadataField(metadata={"description": "the client's metadata ({} when none was given)"})
     created_at = fields.String()
     deleted = fields.Boolean()
     latest_job = fields.Nested(JobSchema, allow_none=True)
@@ -101,14 +114,7 @@ class DocumentListSchema(Schema):
     next_cursor = fields.String(allow_none=True)
 
 
-class DocumentMetadataSchema(StrictSchema):
+class MetadataUpdateSchema(BodySchema):
     """PATCH body: the document's new metadata, replacing the old as a whole ({} clears it)."""
 
-    metadata = fields.Dict(
-        keys=fields.String(),
-        required=True,
-        metadata={
-            "description": "a JSON object of at most 8 KB: keys of 1-64 letters, digits or underscores;"
-            " values strings, numbers, booleans or lists of them"
-        },
-    )
+    metadata = MetadataField(required=True, metadata={"description": "the new metadata"})

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
+from gateway.request_checks import MAX_ID
 from gateway.schemas.common import ListArgsSchema, StrictSchema
 from shared.job_waiting import REASONS
 from shared.models import JobKind, JobStatus
@@ -60,6 +61,6 @@ class JobListSchema(Schema):
 
 class EventStreamArgsSchema(StrictSchema):
     last_event_id = fields.Integer(
-        validate=validate.Range(min=0),
+        validate=validate.Range(min=0, max=MAX_ID),
         metadata={"description": "resume after this seq (the Last-Event-ID header does the same)"},
     )

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
+from marshmallow import RAISE, Schema, ValidationError, fields, post_load, validate, validates_schema
 
-from gateway.schemas.common import StrictSchema
-from shared.search_filter import METADATA_KEY
+from gateway.schemas.common import BodySchema, MetadataField, StrictSchema
+from shared import document_metadata
+from shared.document_metadata import KEY
+from shared.settings import Settings
 from shared.vector_queries import MODES
 
 MODE_HELP = (
@@ -21,9 +23,30 @@ MIN_SCORE_HELP = (
 )
 
 
-def _scalar(value: Any) -> None:
-    if not isinstance(value, str | int | float | bool):
-        raise ValidationError("must be a string, a number or a boolean")
+class ScalarField(fields.Raw):
+    """A value to compare a metadata value with: a string, a number or a boolean, by the rules of
+    metadata values (shared/document_metadata.py)."""
+
+    def _validated(self, value: Any) -> Any:
+        if not document_metadata.is_scalar(value):
+            raise ValidationError(
+                "must be a string without NUL, a number within a signed 64-bit integer's range or a boolean"
+            )
+        return value
+
+    def _deserialize(self, value: Any, attr: Any, data: Any, **kwargs: Any) -> Any:
+        return self._validated(value)
+
+    def json_schema(self, settings: Settings) -> dict[str, Any]:
+        return document_metadata.SCALAR_SCHEMA
+
+
+class ChoicesField(fields.List):
+    """The values of `in`: all strings or all integers."""
+
+    def json_schema(self, settings: Settings) -> dict[str, Any]:
+        scalar = document_metadata.SCALAR_SCHEMA
+        return {"oneOf": [{"items": {**scalar, "type": "string"}}, {"items": {**scalar, "type": "integer"}}]}
 
 
 class FilterSchema(Schema):
@@ -34,14 +57,25 @@ class FilterSchema(Schema):
 
 
 class MetadataConditionSchema(FilterSchema):
+    class Meta:
+        unknown = RAISE
+        # Exactly one kind of condition, as `_one_kind` checks.
+        json_schema = {
+            "oneOf": [
+                {"required": ["eq"]},
+                {"required": ["in"]},
+                {"anyOf": [{"required": ["gte"]}, {"required": ["lte"]}]},
+            ]
+        }
+
     key = fields.String(
         required=True,
-        validate=validate.Regexp(METADATA_KEY),
+        validate=validate.Regexp(KEY),
         metadata={"description": "a key of the document's metadata (payload `metadata.<key>`)"},
     )
-    eq = fields.Raw(validate=_scalar, metadata={"description": "equal to this value"})
-    any_of = fields.List(
-        fields.Raw(validate=_scalar),
+    eq = ScalarField(metadata={"description": "equal to this value"})
+    any_of = ChoicesField(
+        ScalarField(),
         data_key="in",
         validate=validate.Length(min=1, max=100),
         metadata={"description": "equal to one of these (all strings or all integers)"},
@@ -55,8 +89,19 @@ class MetadataConditionSchema(FilterSchema):
         if sum(kinds) != 1:
             raise ValidationError("give exactly one of eq, in, or a range (gte and/or lte)")
         values = data.get("any_of") or []
-        if not (all(isinstance(v, str) for v in values) or all(type(v) is int for v in values)):
+        if not (all(isinstance(v, str) for v in values) or all(_integral(v) for v in values)):
             raise ValidationError("the values of in are all strings or all integers", "in")
+
+    @post_load
+    def _integers(self, data: dict[str, Any], **_: Any) -> dict[str, Any]:
+        """`in` integers written as 3.0 (an integer to JSON Schema) are compared as 3."""
+        if data.get("any_of") and not isinstance(data["any_of"][0], str):
+            data["any_of"] = [int(v) for v in data["any_of"]]
+        return data
+
+
+def _integral(value: Any) -> bool:
+    return type(value) is int or (type(value) is float and value.is_integer())
 
 
 class SearchFilterSchema(FilterSchema):
@@ -80,7 +125,7 @@ class SearchArgsSchema(StrictSchema):
     mode = fields.String(validate=validate.OneOf(MODES), metadata={"description": MODE_HELP})
 
 
-class SearchRequestSchema(StrictSchema):
+class SearchRequestSchema(BodySchema):
     query = fields.String(required=True, validate=validate.Length(min=1, max=2000))
     top_k = fields.Integer(load_default=5, validate=validate.Range(min=1, max=100))
     mode = fields.String(validate=validate.OneOf(MODES), metadata={"description": MODE_HELP})
@@ -99,7 +144,7 @@ class SearchHitSchema(Schema):
     sections = fields.List(fields.String())
     text = fields.String()
     index_version = fields.Integer()
-    metadata = fields.Dict(keys=fields.String(), metadata={"description": "the document's metadata"})
+    metadata = MetadataField(metadata={"description": "the document's metadata"})
 
 
 class SearchResponseSchema(Schema):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from marshmallow import Schema, fields, validate
 
-from gateway.schemas.common import StrictSchema
+from gateway.schemas.common import BodySchema, callback_url_field
 from shared.models import DeliveryStatus
 
 
@@ -43,10 +43,9 @@ class WebhookSettingsSchema(Schema):
     )
 
 
-class WebhookSettingsUpdateSchema(StrictSchema):
-    default_callback_url = fields.String(
+class WebhookSettingsUpdateSchema(BodySchema):
+    default_callback_url = callback_url_field(
         required=True,
         allow_none=True,
-        validate=validate.Length(min=1, max=2000),
         metadata={"description": "receives the events of jobs uploaded without a callback_url"},
     )

@@ -17,7 +17,7 @@ from typing import Any
 import qdrant_edge as qe
 from qdrant_client import models
 
-from shared.search_filter import refuse_big_ints
+from shared.search_filter import refuse_big_numbers
 from shared.vector_queries import DENSE, SPARSE
 
 # Segments are never indexed (0 turns indexing off); no point waits for an optimizer to be seen.
@@ -91,10 +91,10 @@ def _condition(condition: Any) -> Any:
     match = condition.match
     # The engine's integers are 64-bit: a larger one would be an OverflowError in its binding.
     if isinstance(match, models.MatchValue):
-        refuse_big_ints([match.value])
+        refuse_big_numbers([match.value])
         return qe.FieldCondition(key=condition.key, match=qe.MatchValue(match.value))
     if isinstance(match, models.MatchAny):
         values: Any = list(match.any)
-        refuse_big_ints(values)
+        refuse_big_numbers(values)
         return qe.FieldCondition(key=condition.key, match=qe.MatchAny(values))
     raise TypeError(f"no engine condition for {condition!r}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,6 +22,15 @@ IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 Resolver = Callable[..., list[Any]]
 MAX_URL_LENGTH = 2000
+# The form of a callback URL, also stated in the OpenAPI document: http or https, a host (a name, an
+# IPv4 address or a bracketed IPv6 one) without credentials, a port from 1 to 65535, and a path,
+# query and fragment of URI characters only (RFC 3986: no spaces, controls or non-ASCII).
+_PORT = "(?:6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3})"
+URL_PATTERN = (
+    r"^https?://(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])"
+    f"(?::{_PORT})?"
+    r"(?:[/?#][A-Za-z0-9._~!$&'()*+,;=%:@/?#\[\]-]*)?$"
+)
 
 # Only global unicast (2000::/3) can be public; inside it, these forms carry an IPv4 address or are
 # deprecated, and Python's `is_global` calls some of them public: IPv4-compatible (::a.b.c.d), NAT64
@@ -107,6 +117,8 @@ def parse(url: str, policy: CallbackPolicy) -> tuple[str, str, int, str]:
         raise InvalidCallbackUrlError(f"callback_url must be at most {MAX_URL_LENGTH} characters.")
     if not FORBIDDEN_CHARACTERS.isdisjoint(url):
         raise InvalidCallbackUrlError("callback_url must not contain spaces or control characters.")
+    if not re.fullmatch(URL_PATTERN, url):
+        raise InvalidCallbackUrlError()
     parts = urlsplit(url)
     try:
         port = parts.port
@@ -161,8 +173,8 @@ def check(
 
 
 def check_setting(url: str | None, settings: Settings) -> str | None:
-    """The gateway's check of a callback URL a client gives (None passes)."""
-    if not url:
+    """The gateway's check of a callback URL a client gives (None passes; an empty one does not)."""
+    if url is None:
         return None
     check(url, CallbackPolicy.from_settings(settings), require_dns=False)
     return url
