@@ -16,7 +16,6 @@ from dramatiq.middleware import (
     TimeLimit,
 )
 
-from ingest_worker.middleware.current_broker import CurrentBroker
 from ingest_worker.middleware.delay_hops import DelayHops
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.middleware.log_context import LogContext
@@ -48,7 +47,6 @@ def worker_middleware(metrics_port: int = 0) -> list[dramatiq.Middleware]:
         ShutdownNotifications(),
         Callbacks(),
         CurrentMessage(),
-        CurrentBroker(),
         Pipelines(),
         Retries(),
         PipelineHalt(),

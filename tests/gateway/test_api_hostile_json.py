@@ -122,11 +122,11 @@ def test_a_surrogate_pair_is_an_ordinary_character(api: Flask) -> None:
 
 @pytest.mark.parametrize("query", ["%ED%A0%80", "\\ud800"], ids=["utf8", "escape"])
 def test_a_surrogate_in_a_query_string_is_not_a_500(api: Flask, query: str) -> None:
-    # When a search's query string carries the code point as invalid UTF-8 or as a JSON-like escape
+    # When a list's cursor carries the code point as invalid UTF-8 or as a JSON-like escape
     client, key = api.test_client(), tenant_key(api, "acme")
-    response = client.get(f"/v1/documents?filename={query}", headers=auth(key))
-    # Then it is an ordinary (replaced or literal) text, not a server error
-    assert response.status_code == 200, response.get_json()
+    response = client.get(f"/v1/documents?cursor={query}", headers=auth(key))
+    # Then it is an ordinary (replaced or literal) text, refused as no cursor, not a server error
+    assert _code(response) == (400, "invalid_cursor")
 
 
 def test_a_lone_surrogate_in_upload_metadata_is_invalid_metadata(api: Flask) -> None:
@@ -173,13 +173,14 @@ def test_a_lone_surrogate_in_an_upload_callback_url_is_refused(api: Flask) -> No
 
 
 @pytest.mark.parametrize("condition", [{"eq": 2**64}, {"in": [2**64, 1]}, {"eq": -(2**63) - 1}])
-def test_a_metadata_filter_past_64_bits_is_invalid_filter(api: Flask, condition: dict[str, Any]) -> None:
+def test_a_metadata_filter_past_64_bits_is_refused(api: Flask, condition: dict[str, Any]) -> None:
     # When a search filters a metadata key by an integer no store can hold
     client, key = api.test_client(), tenant_key(api, "acme")
     body = {"query": "q", "filter": {"metadata": [{"key": "year", **condition}]}}
     response = client.post("/v1/search", json=body, headers=auth(key))
-    # Then it is refused with a code, not an OverflowError
-    assert _code(response) == (400, "invalid_filter")
+    # Then it is refused with a code and the field, by the value's documented range, not an OverflowError
+    assert _code(response) == (422, "invalid_request")
+    assert list(response.get_json()["errors"]["json"]["filter"]["metadata"]["0"]) == list(condition)
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ at upload (422) and before every delivery, unless allow-listed; https is require
 from __future__ import annotations
 
 import ipaddress
+import re
 import socket
 from typing import Any
 
@@ -11,10 +12,11 @@ import pytest
 from flask import Flask
 
 from gateway.app import create_app
-from shared.errors import CallbackUrlNotAllowedError, WebhookDeliveryError
+from shared.errors import CallbackUrlNotAllowedError, InvalidCallbackUrlError, WebhookDeliveryError
 from shared.models import Job
 from shared.queue import Publisher, make_broker
 from shared.settings import Settings
+from shared.webhooks import callback_urls
 from shared.webhooks.callback_urls import CallbackPolicy, check, is_public
 from tests.conftest import auth, tenant_key
 from tests.gateway.test_gateway_upload import PDF, upload
@@ -214,3 +216,33 @@ def test_malformed_callback_urls_get_one_code_and_status_on_every_endpoint(tmp_p
     for response in (at_upload, as_default):
         assert (response.status_code, response.get_json()["code"]) == (400, "invalid_callback_url")
     assert client.get("/v1/webhooks", headers=auth(key)).get_json()["default_callback_url"] is None
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://example.com/hook",
+        "http://a:8080/x?y=1#z",
+        "https://[2001:db8::1]:443/",
+        "https://x",
+        "https://u:p@x/",
+        "https://x:0/",
+        "https://x:65536/",
+        "https://x/ a",
+        "HTTPS://x/",
+        "https://x/\u00fc",
+        "ftp://x/",
+        "https:///path",
+        "https://x:080/",
+        "https://x/%7e",
+        "https://x/a\nb",
+    ],
+)
+def test_the_documented_pattern_and_the_parser_agree(url: str) -> None:
+    matches = re.fullmatch(callback_urls.URL_PATTERN, url) is not None
+    try:
+        callback_urls.parse(url, callback_urls.CallbackPolicy(allow_http=True))
+        accepted = True
+    except InvalidCallbackUrlError:
+        accepted = False
+    assert matches == accepted, url
