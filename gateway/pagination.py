@@ -39,7 +39,7 @@ def time_position(moment: datetime) -> int:
 
 def page(stmt: Any, model: Any, *, cursor: str | None, limit: int) -> Any:
     """`stmt` ordered newest first, after `cursor`, one row more than `limit` (to know if more follow)."""
-    if cursor:
+    if cursor is not None:
         position, item_id = decode_cursor(cursor)
         created = EPOCH + position * MICROSECOND
         stmt = stmt.where(

@@ -173,10 +173,14 @@ def _code_of(content: bytes) -> str | None:
 
 
 def check_case(target: Target, case: Any, role: str, tally: Tally) -> None:
-    """Send one generated request with the role's key and file each failure of its answer."""
+    """Send one generated request with the role's key and file each failure of its answer. A request
+    whose generated flaw is a missing Authorization header goes without the key, so that the flaw
+    reaches the server (with the key put back, its 200 would read as a flaw accepted)."""
     from tests.conftest import auth
 
-    headers = auth(target.keys[role])
+    sent = {name.lower() for name in case.headers or {}}
+    negative = case.meta is not None and case.meta.generation.mode.is_negative
+    headers = {} if negative and "authorization" not in sent else auth(target.keys[role])
     where = f"[{role}] {case.method} {case.formatted_path}"
     tally.requests += 1
     try:

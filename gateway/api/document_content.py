@@ -71,7 +71,7 @@ def list_chunks(document_id: str, limit: int, cursor: str | None = None) -> Any:
         key = artifact_key_of(session, job, "chunk", "chunks.json")
         job_id, index_version = job.id, job.index_version
     after = -1
-    if cursor:
+    if cursor is not None:
         after, cursor_job = decode_cursor(cursor)
         if cursor_job != job_id:
             raise ConflictError(

@@ -59,3 +59,6 @@ def test_any_cursor_of_the_form_names_a_place_in_the_list(app: Any, client: Any)
     late = client.get(f"/v1/documents?cursor={'9' * 17}_{ID}", headers=key).get_json()
     early = client.get(f"/v1/documents?cursor=0_{ID}", headers=key).get_json()
     assert [d["document_id"] for d in late["items"]] == ids and early["items"] == []
+    # And an empty cursor is no cursor of the form either
+    empty = client.get("/v1/documents?cursor=", headers=key)
+    assert (empty.status_code, empty.get_json()["code"]) == (400, "invalid_cursor")
