@@ -15,7 +15,6 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO, Protocol
 
-from shared.direct_writes import DirectFileWriter
 from shared.errors import ObjectNotFoundError, StorageUnavailableError
 from shared.settings import Settings
 
@@ -167,18 +166,18 @@ class LocalStorage:
 
 class LocalObjectWriter:
     """A temporary file beside the target, renamed over it on commit (a reader never sees half an
-    object) and removed on abort. Written past the page cache where it can be (shared/direct_writes.py)."""
+    object) and removed on abort.
+
+    Written through the page cache. Writes past it (O_DIRECT) cost less CPU, but a direct write waits
+    for the device, and under the gateway's gevent workers that wait stops every request of the
+    process: measured with the peer bench (ROUNDS=2, 1 MB uploads), buffered writes took the accept
+    path from 101 to 131 uploads/s at 8 clients and from 106 to 132 at 32."""
 
     def __init__(self, path: Path) -> None:
         self._path = path
         fd, name = tempfile.mkstemp(dir=path.parent, prefix=PARTIAL_PREFIX)
         self._tmp_path = Path(name)
-        try:
-            self._file: DirectFileWriter | None = DirectFileWriter(fd)
-        except BaseException:
-            os.close(fd)
-            self._tmp_path.unlink(missing_ok=True)
-            raise
+        self._file: BinaryIO | None = os.fdopen(fd, "wb")
 
     def write(self, data: bytes) -> None:
         assert self._file is not None, "write after commit or abort"
@@ -197,7 +196,7 @@ class LocalObjectWriter:
     def abort(self) -> None:
         if self._file is not None:
             file, self._file = self._file, None
-            file.discard()
+            file.close()
             self._tmp_path.unlink(missing_ok=True)
 
 
