@@ -110,6 +110,7 @@ class UnsupportedMediaTypeError(PermanentError):
 
 
 class NotJsonError(UnsupportedMediaTypeError):
+    code = "not_json"
     message = "This call takes a JSON body: send it with Content-Type: application/json."
 
 

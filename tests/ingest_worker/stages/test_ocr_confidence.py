@@ -121,10 +121,11 @@ def test_a_text_too_short_to_judge_is_plausible() -> None:
 
 
 def test_ocr_languages_are_checked_against_the_configured_list() -> None:
-    # Given the default list, When lists are checked, Then known ones pass (trimmed) and others fail
+    # Given the default list, When lists are checked, Then known ones pass (once each) and others fail
     configured = Settings().ocr_available_languages
-    assert ocr_languages.checked(" deu+eng ", configured) == "deu+eng"
-    for bad in ("", "eng+", "deu+xxx", "eng+eng", "eng,deu", "../eng"):
+    assert ocr_languages.checked("deu+eng", configured) == "deu+eng"
+    assert ocr_languages.checked("eng+eng", configured) == "eng"
+    for bad in ("", " deu+eng ", "eng+", "deu+xxx", "eng,deu", "../eng"):
         with pytest.raises(UnknownOcrLanguageError):
             ocr_languages.checked(bad, configured)
 
