@@ -180,7 +180,7 @@ class _FormReader:
             self._file(name, filename)
         self.fresh = True
 
-    def _text_field(self, name: str | None) -> None:
+    def _text_field(self, name: str) -> None:
         value = bytearray()
 
         def collect(data: bytes) -> None:
@@ -190,8 +190,7 @@ class _FormReader:
             value.extend(data)
 
         def end() -> None:
-            if name is not None:
-                self.form.fields.setdefault(name, value.decode(errors="replace"))
+            self.form.fields.setdefault(name, value.decode(errors="replace"))
 
         self.sink, self.end_part = collect, end
 
