@@ -94,7 +94,7 @@ setup: $(DEV_STAMP) test-debs model
 # database, S3 server, ports and folders); PYTEST_WORKERS=0 runs it in one process. A subset by marker:
 # make test PYTEST_ARGS="-m 'not browser'" (the markers are listed in pyproject.toml).
 PYTEST_WORKERS ?= 2
-XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadfile)
+XDIST = $(if $(filter 0,$(PYTEST_WORKERS)),-p no:xdist,-n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 test: setup
 	$(PY) -m pytest $(XDIST) -m "not rabbitmq" $(PYTEST_ARGS)
 
@@ -103,7 +103,7 @@ test: setup
 # side by side.
 RABBITMQ_WORKERS ?= 0
 test-rabbitmq: setup
-	$(PY) -m pytest $(if $(filter 0,$(RABBITMQ_WORKERS)),-p no:xdist,-n $(RABBITMQ_WORKERS) --dist loadfile) -m rabbitmq $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter 0,$(RABBITMQ_WORKERS)),-p no:xdist,-n $(RABBITMQ_WORKERS) --dist loadfile --no-loadscope-reorder) -m rabbitmq $(PYTEST_ARGS)
 
 # Property-based fuzzing of the whole API from its OpenAPI document (tests/api_fuzz.py), randomized and
 # long: at least FUZZ_REQUESTS generated requests on each database (SQLite, then the PostgreSQL server

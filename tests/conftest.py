@@ -27,9 +27,9 @@ from shared.settings import Settings
 from tests.shared.embedders.fakes import FAKE_EMBEDDER
 from tests.support.databases import migrate_database
 
-# Markers from the servers a test uses, and the grouping of tests across xdist workers; the closing of
+# Markers from the servers a test uses, the spreading of tests over xdist workers, and the closing of
 # each test's server connections.
-pytest_plugins = ["tests.support.markers", "tests.support.server_connections"]
+pytest_plugins = ["tests.support.markers", "tests.support.distribution", "tests.support.server_connections"]
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_DATABASE_URL = os.environ.get(

@@ -19,7 +19,7 @@ import redis
 import requests
 import sqlalchemy as sa
 from selenium import webdriver
-from selenium.common.exceptions import StaleElementReferenceException
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service as ChromeService
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
@@ -178,7 +178,20 @@ class Console:
             except StaleElementReferenceException:
                 return False
 
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(check, message)
+        try:
+            return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(check, message)
+        except TimeoutException as exc:
+            raise TimeoutException(f"{exc.msg}; the page then: {self.page_state()}") from exc
+
+    def page_state(self) -> dict[str, Any]:
+        """Where the page is and what it says: for a failed wait's message."""
+        return dict(
+            self.driver.execute_script(
+                "return {hash: location.hash, status: document.getElementById('status')?.textContent,"
+                " view: document.getElementById('view')?.innerText.slice(0, 300),"
+                " signedOut: !document.getElementById('sign-in-view')?.hidden}"
+            )
+        )
 
     def find(self, css: str, timeout: float = WAIT_S) -> WebElement:
         return self.wait(  # type: ignore[no-any-return]

@@ -1,10 +1,9 @@
 """Markers from what a test needs: each test that uses a real server carries the server's marker (so
-`-m "not browser"` selects by it), and tests that share a module's build run on one xdist worker."""
+`-m "not browser"` selects by it)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,6 @@ SERVER_FIXTURES = {
     "console": "browser",
 }
 SERVER_MARKERS = frozenset(SERVER_FIXTURES.values())
-# Modules whose tests share what a module-level cache built (so one worker runs them all).
-SHARED_CACHES = {"test_real_documents": "real-documents", "test_retrieval_real": "real-documents"}
 
 
 def server_markers(fixturenames: Iterable[str], params: Iterable[object]) -> set[str]:
@@ -36,14 +33,6 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     params = callspec.params.values() if callspec is not None else ()
     for name in server_markers(getattr(item, "fixturenames", ()), params):
         item.add_marker(name)
-    # A module-scoped fixture is built once per worker that runs one of its tests: keep them together.
-    module = item.nodeid.split("::")[0]
-    fixturedefs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {})
-    group = SHARED_CACHES.get(Path(module).stem)
-    if group is None and any(d.scope == "module" for defs in fixturedefs.values() for d in defs):
-        group = module
-    if group is not None:
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(hookwrapper=True)
