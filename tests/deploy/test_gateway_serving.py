@@ -33,13 +33,24 @@ REFUSALS = [(True, 413, "upload_too_large"), (False, 401, "unauthorized")]
 ANNOUNCED = 300 * MB
 
 
-@pytest.fixture
-def gateway(pg_db: Database, tmp_path: Path) -> Iterator[tuple[str, Database]]:
-    """`make gateway`'s gunicorn on PostgreSQL: a 1 MB service upload limit, 20 streams a tenant."""
+@pytest.fixture(scope="module")
+def gunicorn(pg_server_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`make gateway`'s gunicorn on PostgreSQL, one for the module (each test makes its own tenants): a
+    1 MB service upload limit, 20 streams a tenant."""
     # Open streams would hold a graceful stop for its whole timeout.
     limits = {"max_upload_mb": "1", "events_max_streams_per_tenant": "20", "gateway_graceful_timeout_s": "1"}
-    with gunicorn_gateway(pg_db, tmp_path, **limits) as base:
-        yield base, pg_db
+    db = Database(pg_server_url)
+    try:
+        with gunicorn_gateway(db, tmp_path_factory.mktemp("gunicorn"), **limits) as base:
+            yield base
+    finally:
+        db.dispose()
+
+
+@pytest.fixture
+def gateway(gunicorn: str, pg_db: Database) -> tuple[str, Database]:
+    """The module's gunicorn, on this test's emptied database."""
+    return gunicorn, pg_db
 
 
 @pytest.fixture

@@ -7,7 +7,9 @@ written (does a search find the passage a user quotes?), and the chunk's four ra
 is answered when a top-five hit of the same document holds the sentence, or all four words.
 
 The documents go through the stages' pure functions (extract, chunk, the index stage's payloads and
-sparse vectors) and the offline model into the vector store in local mode, as one tenant's corpus.
+sparse vectors) and the offline model into the embedded store `make run` uses (EdgeStore), as one
+tenant's corpus. The chunks' vectors are kept between runs (tests/support/vector_cache.py); the
+questions' are computed.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ from collections import Counter
 from collections.abc import Iterator
 
 import pytest
-from qdrant_client import QdrantClient
 
 from ingest_worker.stages.index import PointOrigin, index_points, sparse_vectors
 from shared.artifacts import Chunk
+from shared.settings import Settings
 from shared.sparse import query_vector
-from shared.vectorstores import QdrantClientStore, VectorStore
+from shared.vectorstores import EdgeStore, VectorStore
 from tests.ingest_worker.stages.test_real_documents import MANIFEST, _embedder, _result
 from tests.support.text_metrics import squash_whitespace
+from tests.support.vector_cache import cached_vectors
 
 pytestmark = [
     pytest.mark.slow,
@@ -47,30 +50,28 @@ Question = tuple[str, str, list[str]]  # (document, query, what a hit's text mus
 def corpus(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[tuple[VectorStore, str, dict[str, list[Chunk]]]]:
-    store = QdrantClientStore(
-        QdrantClient(path=str(tmp_path_factory.mktemp("qdrant"))), prefix="chunks", server=False
-    )
+    store = EdgeStore(tmp_path_factory.mktemp("edge") / "edge", prefix="chunks")
     embedder = _embedder()
     name = store.collection(embedder.model_name, embedder.dimension)
     store.ensure_collection(name, embedder.dimension)
-    documents: dict[str, list[Chunk]] = {}
-    for entry in MANIFEST:
-        chunks = _result(entry["file"]).chunks
-        documents[entry["file"]] = chunks
+    documents = {entry["file"]: _result(entry["file"]).chunks for entry in MANIFEST}
+    # The whole corpus in one call: the embedder batches texts of like length, so little is padding.
+    texts = [chunk.text for chunks in documents.values() for chunk in chunks]
+    vectors = cached_vectors(embedder, Settings.from_env().effective_model_cache_dir, "real-documents", texts)
+    for document, chunks in documents.items():
         origin = PointOrigin(
             tenant_id=TENANT,
-            document_id=entry["file"],
-            job_id=f"job-{entry['file']}",
+            document_id=document,
+            job_id=f"job-{document}",
             index_version=1,
             embedding_model=embedder.model_name,
             extractor_version=None,
             chunker_version=None,
-            filename=entry["file"],
+            filename=document,
         )
         ids, payloads = index_points(chunks, origin)
-        # One call per document: the embedder batches texts of like length, so little is padding.
-        vectors = embedder.embed([c.text for c in chunks])
-        store.upsert(name, ids, vectors, payloads, sparse_vectors(chunks))
+        store.upsert(name, ids, vectors[: len(chunks)], payloads, sparse_vectors(chunks))
+        vectors = vectors[len(chunks) :]
     yield store, name, documents
     store.close()
 
