@@ -42,6 +42,7 @@ from shared.embedders import Embedder
 from shared.errors import EmbeddingUnavailableError, PointCountMismatchError
 from shared.job_events import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
+from shared.pipeline import artifact_of
 from shared.pipeline_errors import DocumentDeletedError, NoTextError
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 
@@ -50,12 +51,17 @@ from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 BATCH_BACKOFF_MS = (200, 5000)
 
 
-def _input(res: Resources, job: JobSnapshot, stage: str, name: str) -> bytes:
+def _input(res: Resources, job: JobSnapshot, stage: str) -> bytes:
     """The artifact `stage` left for this job: its own, or the one a reindex job's row refers to."""
     with res.db.transaction() as session:
         row = session.get(JobStage, (job.id, stage))
-        key = row.artifact_key if row is not None and row.artifact_key else artifact_key(job.id, name)
+        key = row.artifact_key if row is not None and row.artifact_key else _output_key(job, stage)
     return res.storage.get_bytes(key)
+
+
+def _output_key(job: JobSnapshot, stage: str) -> str:
+    """Where `stage` of this job stores the artifact the pipeline's declaration names."""
+    return artifact_key(job.id, artifact_of(stage))
 
 
 @contextmanager
@@ -107,7 +113,7 @@ def extract(res: Resources, job: JobSnapshot) -> StageResult:
             timeout_s=res.settings.parse_timeout_s,
             memory_mb=res.settings.parse_memory_mb,
         )
-    key = artifact_key(job.id, "pages.json")
+    key = _output_key(job, "extract")
     res.storage.put_bytes(key, pages_to_json(pages))
     return StageResult(
         fields={"ocr_pages": sum(p.needs_ocr for p in pages), "extractor_version": EXTRACTOR_VERSION},
@@ -116,7 +122,7 @@ def extract(res: Resources, job: JobSnapshot) -> StageResult:
 
 
 def chunk(res: Resources, job: JobSnapshot) -> StageResult:
-    pages = pages_from_json(_input(res, job, "ocr", "pages-final.json"))
+    pages = pages_from_json(_input(res, job, "ocr"))
     normalized = [dataclasses.replace(p, text=normalize_text(p.text)) for p in pages]
     embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
     chunks = chunk_pages(
@@ -127,13 +133,13 @@ def chunk(res: Resources, job: JobSnapshot) -> StageResult:
     )
     if not chunks:
         raise NoTextError()
-    key = artifact_key(job.id, "chunks.json")
+    key = _output_key(job, "chunk")
     res.storage.put_bytes(key, chunks_to_json(chunks))
     return StageResult(fields={"chunks": len(chunks), "chunker_version": CHUNKER_VERSION}, artifact_key=key)
 
 
 def embed(res: Resources, job: JobSnapshot) -> StageResult:
-    chunks = chunks_from_json(_input(res, job, "chunk", "chunks.json"))
+    chunks = chunks_from_json(_input(res, job, "chunk"))
     embedder = res.embedder_for(job.embedding_model, job.embedding_dim)
     # Filled batch by batch: a long document's vectors as Python floats would take eight times the
     # memory of this array, and the worker's peak would grow with the document.
@@ -149,7 +155,7 @@ def embed(res: Resources, job: JobSnapshot) -> StageResult:
         progress.add(len(batch.texts))
     buffer = io.BytesIO()
     np.save(buffer, vectors)
-    key = artifact_key(job.id, "vectors.npy")
+    key = _output_key(job, "embed")
     res.storage.put_bytes(key, buffer.getvalue())
     return StageResult(
         fields={"embedding_model": embedder.model_name, "embedding_dim": embedder.dimension},
@@ -173,8 +179,8 @@ def _embed_batch(embedder: Embedder, texts: list[str], *, attempts: int) -> list
 
 
 def index(res: Resources, job: JobSnapshot) -> StageResult:
-    chunks = chunks_from_json(_input(res, job, "chunk", "chunks.json"))
-    vectors = np.load(io.BytesIO(_input(res, job, "embed", "vectors.npy")))
+    chunks = chunks_from_json(_input(res, job, "chunk"))
+    vectors = np.load(io.BytesIO(_input(res, job, "embed")))
     with res.db.transaction() as session:
         row = session.get(Job, job.id)
         assert row is not None and row.embedding_model is not None and row.embedding_dim is not None

@@ -18,6 +18,7 @@ from sqlalchemy.orm import Session
 
 from shared.artifacts import artifact_key
 from shared.models import Document, Job, JobKind, JobStage, JobStatus, StageStatus, Tenant
+from shared.pipeline import artifact_of
 
 INDEXING_KINDS = (JobKind.INGEST.value, JobKind.REINDEX.value)
 
@@ -48,9 +49,9 @@ def serving_job(session: Session, document: Document) -> Job | None:
     return last_indexed
 
 
-def artifact_key_of(session: Session, job: Job, stage: str, name: str) -> str:
+def artifact_key_of(session: Session, job: Job, stage: str) -> str:
     """Where `stage` of `job` left its artifact: its own, or the earlier job's a reindex job reuses."""
     row = session.get(JobStage, (job.id, stage))
     if row is not None and row.artifact_key:
         return row.artifact_key
-    return artifact_key(job.id, name)
+    return artifact_key(job.id, artifact_of(stage))

@@ -15,28 +15,21 @@ from dramatiq.broker import Broker
 from dramatiq.brokers.stub import StubBroker
 from dramatiq.middleware import Middleware
 
+from shared import pipeline
 from shared.errors import BrokerUnavailableError
+from shared.pipeline import QUEUE_INDEX, QUEUE_INGEST, QUEUE_OCR
 from shared.settings import Settings
 
 logger = logging.getLogger(__name__)
 
-STAGES: tuple[str, ...] = ("validate", "extract", "ocr", "chunk", "embed", "index", "finalize")
-DELETE_STAGES: tuple[str, ...] = ("delete",)
-METADATA_STAGES: tuple[str, ...] = ("metadata",)
-# The stages each kind of job runs, in order.
+# The stage lists of the pipeline's declaration (shared/pipeline.py), by name.
 PIPELINES: dict[str, tuple[str, ...]] = {
-    "ingest": STAGES,
-    "delete": DELETE_STAGES,
-    "metadata": METADATA_STAGES,
+    kind: tuple(stage.name for stage in stages) for kind, stages in pipeline.PIPELINES.items()
 }
+STAGES: tuple[str, ...] = PIPELINES["ingest"]
+DELETE_STAGES: tuple[str, ...] = PIPELINES["delete"]
+METADATA_STAGES: tuple[str, ...] = PIPELINES["metadata"]
 
-QUEUE_INGEST = "ingest"
-QUEUE_OCR = "ocr"
-# The index and finalize stages have their own queue so that, with a local Qdrant folder, one
-# single-threaded process alone owns that folder (ARCHITECTURE §2); finalize may delete the points
-# of a job cancelled after indexing, so it must be able to open the folder too, and so must the
-# delete and metadata stages, which delete points or rewrite their payload.
-QUEUE_INDEX = "index"
 # Bulk work (reindex) and webhook deliveries get queues of their own, so each can get its own pool.
 # A reindex job's index and finalize stages open the vector store, so they have a bulk queue of
 # their own that the index pool serves (ARCHITECTURE §2).
@@ -58,30 +51,15 @@ QUEUES: tuple[str, ...] = (
 # The lanes a stage's message may travel in: interactive uploads, a tenant's backlog, reindex work.
 LANES: tuple[str, ...] = ("interactive", "backlog", "bulk")
 
-ACTOR_FOR_STAGE: dict[str, str] = {
-    "validate": "validate_document",
-    "extract": "extract_text",
-    "ocr": "ocr_pages",
-    "chunk": "chunk_text",
-    "embed": "embed_chunks",
-    "index": "index_chunks",
-    "finalize": "finalize_job",
-    "delete": "delete_document",
-    "metadata": "apply_metadata",
-}
-QUEUE_FOR_STAGE: dict[str, str] = {
-    stage: QUEUE_OCR
-    if stage == "ocr"
-    else QUEUE_INDEX
-    if stage in ("index", "finalize", "delete", "metadata")
-    else QUEUE_INGEST
-    for stage in ACTOR_FOR_STAGE
-}
+ACTOR_FOR_STAGE: dict[str, str] = {name: stage.actor for name, stage in pipeline.STAGE.items()}
+QUEUE_FOR_STAGE: dict[str, str] = {name: stage.queue for name, stage in pipeline.STAGE.items()}
 # Delivers one webhook (a `webhook_deliveries` row) on the webhooks queue.
 WEBHOOK_ACTOR = "deliver_webhook"
 # Stages that may run in parts, each part its own message on the stage's queue (a large scan's
 # OCR in page ranges, so several workers read one scan at once).
-PART_ACTOR_FOR_STAGE: dict[str, str] = {"ocr": "ocr_range"}
+PART_ACTOR_FOR_STAGE: dict[str, str] = {
+    name: stage.part_actor for name, stage in pipeline.STAGE.items() if stage.part_actor
+}
 # The value a stage actor returns to stop the rest of the pipeline (job final or cancelled).
 HALT = "halt"
 
@@ -145,8 +123,7 @@ def part_message(
 
 
 def stages_of(kind: str) -> tuple[str, ...]:
-    """The stages a job of this kind runs (reindex jobs run the ingest stages; the ones a reindex
-    job skips are recorded as done when it is created)."""
+    """The stages a job of this kind runs (a reindex job runs the ingest stages)."""
     return PIPELINES.get(kind, STAGES)
 
 

@@ -68,7 +68,7 @@ def list_chunks(document_id: str, limit: int, cursor: str | None = None) -> Any:
     svc = services()
     with svc.db.transaction() as session:
         job = _serving(session, _own_live_document(session, document_id))
-        key = artifact_key_of(session, job, "chunk", "chunks.json")
+        key = artifact_key_of(session, job, "chunk")
         job_id, index_version = job.id, job.index_version
     after = -1
     if cursor is not None:
@@ -109,7 +109,7 @@ def get_text(document_id: str) -> Any:
     svc = services()
     with svc.db.transaction() as session:
         job = _serving(session, _own_live_document(session, document_id))
-        key = artifact_key_of(session, job, "ocr", "pages-final.json")
+        key = artifact_key_of(session, job, "ocr")
         job_id, index_version = job.id, job.index_version
     pages = _artifact(key, "pages")
     return {

@@ -7,12 +7,11 @@ from marshmallow import Schema, fields, validate
 from gateway.schemas.common import BodySchema, OcrLanguagesField, StrictSchema
 from gateway.schemas.jobs import ErrorSchema
 from shared.models import TenantStatus
+from shared.pipeline import FROM_STAGES
 
 
 class ReindexArgsSchema(BodySchema):
-    from_stage = fields.String(
-        data_key="from", load_default="embed", validate=validate.OneOf(["index", "embed", "chunk", "extract"])
-    )
+    from_stage = fields.String(data_key="from", load_default="embed", validate=validate.OneOf(FROM_STAGES))
     model = fields.String(validate=validate.Length(min=1, max=100))
     dimension = fields.Integer(validate=validate.Range(min=1, max=65536))
     dry_run = fields.Boolean(load_default=False)

@@ -42,6 +42,7 @@ from shared.job_events import JobSnapshot
 from shared.job_hand_offs import await_parts
 from shared.jobs import ACTIVE
 from shared.models import Job, JobStatus
+from shared.pipeline import artifact_of
 from shared.queue import pipeline_of_stage
 
 logger = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ STAGE = "ocr"
 
 def ocr(res: Resources, job: JobSnapshot) -> StageResult:
     """The stage: OCR the pages without a text layer here, or fan them out in ranges."""
-    pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, "pages.json")))
+    pages = pages_from_json(res.storage.get_bytes(artifact_key(job.id, artifact_of("extract"))))
     wanted = [p.number for p in pages if p.needs_ocr]
     size = res.settings.ocr_range_pages
     if size > 0 and len(wanted) > size:
@@ -73,7 +74,7 @@ def ocr(res: Resources, job: JobSnapshot) -> StageResult:
                 progress=progress,
             )
         pages = with_ocr_text(pages, readings)
-    key = artifact_key(job.id, "pages-final.json")
+    key = artifact_key(job.id, artifact_of(STAGE))
     res.storage.put_bytes(key, pages_to_json(pages))
     return StageResult(fields={"ocr_pages_dropped": dropped_pages(readings)}, artifact_key=key)
 
@@ -168,11 +169,11 @@ def _read_range(res: Resources, job_id: str, document_id: str, part: int, wanted
 def _join(res: Resources, session: Session, job_id: str) -> None:
     """The last range: the stage's output from every range's artifact, the stage done and the next
     stage queued in the caller's transaction (the relay publishes it on commit)."""
-    pages = pages_from_json(res.storage.get_bytes(artifact_key(job_id, "pages.json")))
+    pages = pages_from_json(res.storage.get_bytes(artifact_key(job_id, artifact_of("extract"))))
     readings: dict[int, PageReading] = {}
     for key in stage_parts.part_artifacts(session, job_id, STAGE):
         readings.update(readings_from_json(res.storage.get_bytes(key)))
-    final = artifact_key(job_id, "pages-final.json")
+    final = artifact_key(job_id, artifact_of(STAGE))
     res.storage.put_bytes(final, pages_to_json(with_ocr_text(pages, readings)))
     dropped = dropped_pages(readings)
     if jobs.advance(session, job_id, STAGE, artifact_key=final, ocr_pages_dropped=dropped) is None:

@@ -18,12 +18,12 @@ from shared.errors import ConflictError, InvalidRequestError
 from shared.jobs import ACTIVE
 from shared.models import Job, JobKind, Reindex, ReindexStatus, Tenant, utcnow
 from shared.operations import cancel_job
+from shared.pipeline import FROM_STAGES
 from shared.reindex.documents import Progress, document_states, ensure_jobs, progress, start_stage
 from shared.settings import Settings
 
 __all__ = ["FROM_STAGES", "Progress", "advance", "cancel", "plan", "progress", "start"]
 
-FROM_STAGES = ("index", "embed", "chunk", "extract")
 R = ReindexStatus
 
 
