@@ -60,6 +60,14 @@ STAGE: dict[str, Stage] = {stage.name: stage for stages in PIPELINES.values() fo
 FROM_STAGES: tuple[str, ...] = tuple(stage.name for stage in reversed(INGEST) if stage.reindex_from)
 
 
+def reused_inputs(stage: str) -> tuple[str, ...]:
+    """The ingest stages before `stage` whose artifacts `stage` and the stages after it read: what a
+    reindex starting at `stage` must find stored, and the only artifacts it needs."""
+    at = [s.name for s in INGEST].index(stage)
+    read = {name for later in INGEST[at:] for name in later.reads}
+    return tuple(s.name for s in INGEST[:at] if s.name in read)
+
+
 def artifact_of(stage: str) -> str:
     """The file name of the artifact `stage` writes."""
     name = STAGE[stage].writes

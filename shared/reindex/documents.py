@@ -20,6 +20,7 @@ from sqlalchemy.orm import Session
 from shared import jobs, outbox
 from shared.jobs import ACTIVE
 from shared.models import Document, Job, JobKind, JobStage, JobStatus, Reindex, StageStatus, utcnow
+from shared.pipeline import reused_inputs
 from shared.queue import STAGES
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 
@@ -150,8 +151,7 @@ def start_stage(session: Session, reindex: Reindex, source: Job | None) -> str:
     if stage in ("embed", "index") and source.chunker_version != CHUNKER_VERSION:
         stage = "chunk"
     stored = _source_stages(session, source)
-    skipped = STAGES[1 : STAGES.index(stage)]
-    if any(not stored.get(s) for s in skipped):
+    if any(not stored.get(s) for s in reused_inputs(stage)):
         return "extract"
     return stage
 

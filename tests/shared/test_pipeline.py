@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from shared import pipeline, queue
-from shared.pipeline import FROM_STAGES, INGEST, PIPELINES, STAGE, artifact_of
+from shared.pipeline import FROM_STAGES, INGEST, PIPELINES, STAGE, artifact_of, reused_inputs
 
 
 def test_actor_and_queue_names_are_the_ones_messages_in_flight_and_dead_letters_hold() -> None:
@@ -43,6 +43,17 @@ def test_a_reindex_starts_at_the_declared_stages_latest_first() -> None:
     order = [s.name for s in INGEST]
     positions = [order.index(s) for s in FROM_STAGES]
     assert positions == sorted(positions, reverse=True)
+
+
+def test_a_reindex_needs_only_the_artifacts_its_first_stage_and_the_later_ones_read() -> None:
+    # Given the stages a reindex may start at, then it needs the artifacts those and later stages read:
+    # from `chunk` the OCR stage's pages, not the extract stage's, which only OCR reads
+    assert {stage: reused_inputs(stage) for stage in FROM_STAGES} == {
+        "index": ("chunk", "embed"),
+        "embed": ("chunk",),
+        "chunk": ("ocr",),
+        "extract": (),
+    }
 
 
 def test_artifact_names_come_from_the_declaration() -> None:
