@@ -17,7 +17,6 @@ import re
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import MODEL_CACHE_DIR, missing_service
+from tests.support.forkserver import spawn
 from tests.support.pdfs import text_pdf
 from tests.support.ports import free_port
 
@@ -147,17 +147,9 @@ def service(checkout: Path) -> Iterator[int]:
     """`make run` in `checkout`: the demo tenant, then deploy/embedded.py on a free port."""
     port = free_port()
     env = service_environment(port)
-    subprocess.run(
-        [sys.executable, "-m", "ingest_worker.cli", "demo"],
-        cwd=checkout,
-        env=env,
-        check=True,
-        capture_output=True,
-    )
-    log = (checkout / "service.log").open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "deploy/embedded.py"], cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT
-    )
+    demo = spawn(["-m", "ingest_worker.cli", "demo"], env=env, cwd=checkout, log=checkout / "demo.log")
+    assert demo.wait(90) == 0, (checkout / "demo.log").read_text()
+    proc = spawn(["deploy/embedded.py"], env=env, cwd=checkout, log=checkout / "service.log")
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -176,7 +168,6 @@ def service(checkout: Path) -> Iterator[int]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        log.close()
 
 
 @dataclass

@@ -6,8 +6,6 @@ from __future__ import annotations
 import io
 import os
 import signal
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -30,6 +28,7 @@ from shared.settings import Settings, child_environment
 from shared.vectorstores import open_vector_store
 from tests.conftest import MODEL_CACHE_DIR, ROOT, auth, tenant_key
 from tests.support.databases import migrate_database
+from tests.support.forkserver import Forked, spawn
 from tests.support.inprocess import create_document_job, in_process_service
 from tests.support.pdfs import text_pdf
 
@@ -111,31 +110,20 @@ def worker_env(settings: Settings) -> dict[str, str]:
     )
 
 
-def start_pool(settings: Settings, queues: list[str], log: Path, **env: str) -> subprocess.Popen[bytes]:
+def start_pool(settings: Settings, queues: list[str], log: Path, **env: str) -> Forked:
     """A `dramatiq` pool in its own process group, so a kill takes its children too."""
-    return subprocess.Popen(
+    return spawn(
         [
-            sys.executable,
-            "-m",
-            "dramatiq",
-            "ingest_worker.actors",
-            "tests.support.slow_stages",
-            "--processes",
-            "1",
-            "--threads",
-            "1",
-            "-Q",
-            *queues,
+            *("-m", "dramatiq", "ingest_worker.actors", "tests.support.slow_stages"),
+            *("--processes", "1", "--threads", "1", "-Q", *queues),
         ],
         env={**worker_env(settings), **env},
         cwd=ROOT,
-        stdout=log.open("ab"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+        log=log,
     )
 
 
-def kill_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+def kill_group(proc: Forked, sig: int = signal.SIGKILL) -> None:
     if proc.poll() is None:
         os.killpg(proc.pid, sig)
         proc.wait(timeout=30)

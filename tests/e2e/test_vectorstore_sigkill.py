@@ -7,8 +7,6 @@ import io
 import os
 import random
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,6 +22,7 @@ from shared.settings import Settings
 from shared.tenants import create_tenant
 from shared.vectorstores import EdgeStore, open_vector_store
 from tests.shared.embedders.fakes import FAKE_EMBEDDER
+from tests.support.forkserver import Forked, spawn
 from tests.support.pdfs import text_pdf
 from tests.support.ports import free_port
 
@@ -59,18 +58,12 @@ class Embedded:
             "KILL_MARKERS": str(markers),
         }
         self.log = data_dir.parent / "embedded.log"
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: Forked | None = None
 
     def start(self) -> None:
-        with self.log.open("ab") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, str(ROOT / "tests" / "support" / "killable_embedded.py")],
-                env=self.env,
-                cwd=ROOT,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.process = spawn(
+            [str(ROOT / "tests" / "support" / "killable_embedded.py")], env=self.env, cwd=ROOT, log=self.log
+        )
         wait_for(self.healthy, 60, "the embedded process to answer")
 
     def healthy(self) -> bool:
