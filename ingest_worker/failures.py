@@ -21,6 +21,7 @@ from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from shared import jobs
 from shared.errors import (
+    DatabaseUnavailableError,
     IngestError,
     StaleTransitionError,
     StorageUnavailableError,
@@ -41,14 +42,14 @@ class RetryPolicy:
     max_retries: int
     min_backoff_ms: int
     max_backoff_ms: int
-    # Retries while a service we run (object storage, the vector store) is unavailable: the input is
-    # not at fault, so the job waits out the outage (within its deadline) instead of dead-lettering
-    # after the few retries meant for errors of its own.
+    # Retries while a service we run (object storage, the vector store, the database) is unavailable:
+    # the input is not at fault, so the job waits out the outage (within its deadline) instead of
+    # dead-lettering after the few retries meant for errors of its own.
     outage_retries: int = 20
 
 
 # The errors that say a service we run is down, not that something is wrong with the job.
-OUTAGES = (StorageUnavailableError, VectorStoreUnavailableError)
+OUTAGES = (StorageUnavailableError, VectorStoreUnavailableError, DatabaseUnavailableError)
 
 CancelCleanup = Callable[[Resources, str], None]
 
@@ -93,8 +94,12 @@ def retry_or_dead_letter(
         delay,
         exc_info=exc,
     )
-    with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
-        jobs.retry(session, job_id, error)
+    try:
+        with res.db.transaction() as session, contextlib.suppress(StaleTransitionError):
+            jobs.retry(session, job_id, error)
+    except DatabaseUnavailableError:
+        # Not recorded while the database is down; the message is retried all the same.
+        logger.warning("job %s: the retry of %s could not be recorded (database unavailable)", job_id, stage)
     message = CurrentMessage.get_current_message()
     if message is not None:
         # Dramatiq's Retries middleware would stop at the actor's own count.

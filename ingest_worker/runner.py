@@ -42,11 +42,13 @@ class JobEndedError(Exception):
 
 
 class Claim(enum.Enum):
-    """What a unit's claim found: run it, drop the message, or hand the job on (the stage is done)."""
+    """What a unit's claim found: run it, drop the message, hand the job on (the stage is done), or
+    cancel the job here (a cancel request no worker holds)."""
 
     RUN = "run"
     DROP = "drop"
     HAND_ON = "hand_on"
+    CANCEL = "cancel"
 
 
 class Unit(Protocol):
@@ -76,36 +78,23 @@ class Unit(Protocol):
 
 
 def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCleanup) -> str | None:
-    """Run `unit`; returns HALT to stop the pipeline, None to hand the job on."""
-    with res.db.transaction() as session:
-        job = session.get(Job, unit.job_id)
-        if job is None:
-            logger.error("job %s does not exist; dropping its %s message", unit.job_id, unit)
-            return HALT
-        status = S(job.status)
-        if status not in unit.runs_in:
-            # Final, or (for a part) queued again for a retry that publishes what is left.
-            logger.info("job %s is %s; %s not run", unit.job_id, status, unit)
-            return HALT
-        cancelled = status == S.CANCEL_REQUESTED
-        if cancelled and _lease_live(job):
-            # A worker is still inside a stage of this job; it stops at its next check and cancels.
-            logger.info("job %s: cancel requested while another worker holds it; left to that worker", job.id)
-            return HALT
-        if cancelled:
-            jobs.cancel(session, unit.job_id)
-        else:
-            if failed_on_stop(session, job, status, res.settings):
-                return HALT
-            claim = unit.claim(res, session, job)
-            if claim is not Claim.RUN:
-                return HALT if claim is Claim.DROP else None
-    if cancelled:
+    """Run `unit`; returns HALT to stop the pipeline, None to hand the job on.
+
+    The claim's transaction, the work and the finish all go down one classification: a database that
+    fails the claim (nothing was taken, the transaction rolled back) or the finish (the work is kept,
+    and a stage never redoes finished work) is retried with backoff like a failure of the work."""
+    try:
+        claim = _claim(res, unit)
+    except Exception as exc:
+        return retry_or_dead_letter(res, unit.job_id, unit.stage, exc, policy)
+    if claim is Claim.CANCEL:
         on_cancel(res, unit.job_id)
-        return HALT
+    if claim is not Claim.RUN:
+        return None if claim is Claim.HAND_ON else HALT
     try:
         with _lease(res, unit):
             result = unit.work(res)
+        return unit.finish(res, result)
     except JobCancelledError:
         unit.release(res)
         cancel(res, unit.job_id, on_cancel)
@@ -119,9 +108,45 @@ def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCle
         fail(res, unit.job_id, exc)
         return HALT
     except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
-        unit.release(res)
+        _release_if_possible(res, unit)
         return retry_or_dead_letter(res, unit.job_id, unit.stage, exc, policy)
-    return unit.finish(res, result)
+
+
+def _claim(res: Resources, unit: Unit) -> Claim:
+    """The unit's claim, in one transaction: the job's state and stop checks decide first."""
+    with res.db.transaction() as session:
+        job = session.get(Job, unit.job_id)
+        if job is None:
+            logger.error("job %s does not exist; dropping its %s message", unit.job_id, unit)
+            return Claim.DROP
+        status = S(job.status)
+        if status not in unit.runs_in:
+            # Final, or (for a part) queued again for a retry that publishes what is left.
+            logger.info("job %s is %s; %s not run", unit.job_id, status, unit)
+            return Claim.DROP
+        if status == S.CANCEL_REQUESTED:
+            if _lease_live(job):
+                # A worker is still inside a stage of this job; it stops at its next check and cancels.
+                logger.info(
+                    "job %s: cancel requested while another worker holds it; left to that worker", job.id
+                )
+                return Claim.DROP
+            jobs.cancel(session, unit.job_id)
+            return Claim.CANCEL
+        if failed_on_stop(session, job, status, res.settings):
+            return Claim.DROP
+        return unit.claim(res, session, job)
+
+
+def _release_if_possible(res: Resources, unit: Unit) -> None:
+    """Give the unit back after a failure; when that fails too (the database is down), its lease
+    lapses on its own and the sweeper or the retry takes the unit again."""
+    try:
+        unit.release(res)
+    except Exception:
+        logger.warning(
+            "job %s: could not give back %s; its lease will lapse", unit.job_id, unit, exc_info=True
+        )
 
 
 # --- Stop checks and leases ---------------------------------------------------------------------

@@ -15,7 +15,7 @@ from ingest_worker.failures import RetryPolicy
 from ingest_worker.resources import Resources
 from ingest_worker.runner import Claim, JobEndedError, run
 from shared import jobs
-from shared.errors import PermanentError
+from shared.errors import DatabaseUnavailableError, PermanentError
 from shared.jobs import ACTIVE
 from shared.models import DeadLetter, Job, Tenant, TenantStatus
 from shared.pipeline_errors import JobCancelledError
@@ -26,6 +26,7 @@ from tests.support.inprocess import create_document_job
 from tests.support.pdfs import text_pdf
 
 NO_RETRIES = RetryPolicy(0, 1, 1, outage_retries=0)
+OUTAGE_RETRIES_ONLY = RetryPolicy(0, 1, 1, outage_retries=3)
 ONE_RETRY = RetryPolicy(1, 1, 1, outage_retries=0)
 
 
@@ -35,15 +36,28 @@ class Unit:
     stage = "validate"
     runs_in = ACTIVE
 
-    def __init__(self, job_id: str, body: Callable[[Resources], Any], claim: Claim = Claim.RUN) -> None:
+    def __init__(
+        self,
+        job_id: str,
+        body: Callable[[Resources], Any],
+        claim: Claim = Claim.RUN,
+        *,
+        fails: dict[str, BaseException] | None = None,
+    ) -> None:
         self.job_id, self.body, self.claim_result = job_id, body, claim
         self.calls: list[str] = []
+        self.fails = fails or {}  # a step that raises, by name, after it is recorded
+
+    def _step(self, name: str) -> None:
+        self.calls.append(name)
+        if name in self.fails:
+            raise self.fails[name]
 
     def __str__(self) -> str:
         return "test unit"
 
     def claim(self, res: Resources, session: Session, job: Job) -> Claim:
-        self.calls.append("claim")
+        self._step("claim")
         if self.claim_result is Claim.RUN:
             jobs.start(session, job.id, self.stage, lease_s=60)
         return self.claim_result
@@ -56,10 +70,10 @@ class Unit:
         return self.body(res)
 
     def release(self, res: Resources) -> None:
-        self.calls.append("release")
+        self._step("release")
 
     def finish(self, res: Resources, result: Any) -> str | None:
-        self.calls.append("finish")
+        self._step("finish")
         return None
 
 
@@ -149,6 +163,28 @@ def test_a_transient_failure_with_retries_left_marks_the_job_retrying_and_retrie
     assert unit.calls == ["claim", "work", "release"]
     job = job_of(res, job_id)
     assert (job.status, job.error_code) == ("retrying", "internal_error")
+
+
+@pytest.mark.parametrize(
+    ("step", "calls"),
+    [("claim", ["claim"]), ("finish", ["claim", "work", "finish", "release"])],
+)
+def test_a_database_lost_during_the_claim_or_the_finish_is_retried_like_the_work(
+    res: Resources, step: str, calls: list[str]
+) -> None:
+    # Given a unit whose claim's transaction or whose finish loses the database (an outage: only the
+    # outage retries are left), and whose giving back fails too
+    _, job_id = create_document_job(res, text_pdf(["Runner."]))
+    lost = DatabaseUnavailableError()
+    unit = Unit(job_id, lambda _res: "done", fails={step: lost, "release": lost})
+    # When the runner runs it, then the failure goes down the one classification: a retry with
+    # backoff, neither raised as it was nor dead-lettered
+    with pytest.raises(dramatiq.Retry) as retry:
+        run(res, unit, policy=OUTAGE_RETRIES_ONLY, on_cancel=lambda _res, _job: None)
+    assert retry.value.delay is not None and retry.value.delay >= 0
+    assert unit.calls == calls
+    with res.db.transaction() as session:
+        assert session.scalars(select(DeadLetter).where(DeadLetter.job_id == job_id)).first() is None
 
 
 @pytest.mark.parametrize(("claim", "expected"), [(Claim.DROP, HALT), (Claim.HAND_ON, None)])
