@@ -1,8 +1,8 @@
 """One Dramatiq actor per stage: job id in, job id handed on through the pipeline.
 
-The broker (with its middleware) is set up before any actor is declared. Retries and time limits
-are set per stage here, not left at Dramatiq's defaults (20 retries over days and a 10-minute
-limit are wrong for this work): parsing a bad file again rarely helps, a provider outage often does.
+The broker (with its middleware) is set up before any actor is declared. Each stage's retries and
+time limit are the pipeline's declaration (shared/pipeline.py), not Dramatiq's defaults (20 retries
+over days and a 10-minute limit are wrong for this work).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ingest_worker.broker import get_broker, get_settings
 from ingest_worker.ocr import page_ranges
 from ingest_worker.resources import current
 from ingest_worker.runner import RetryPolicy, StageWork, run_stage
+from shared.pipeline import STAGE, Stage
 from shared.queue import LANES, actor_for, part_actor_for, queue_for
 
 get_broker()
@@ -27,21 +28,16 @@ BACKLOG_PRIORITY = 100
 BULK_PRIORITY = 200
 # Workers take a prefetched interactive message before any backlog one, and those before bulk.
 LANE_PRIORITY = {"backlog": BACKLOG_PRIORITY, "bulk": BULK_PRIORITY}
-MINUTE_MS = 60 * SECOND_MS
 
-# stage: (retries, backoff floor, backoff cap, Dramatiq time limit). The OCR stage's limit is
-# generous because each page has its own timeout inside it; TimeLimit cannot stop C code anyway.
-STAGE_POLICIES: dict[str, tuple[RetryPolicy, int]] = {
-    "validate": (RetryPolicy(2, 1 * SECOND_MS, 30 * SECOND_MS), 5 * MINUTE_MS),
-    "extract": (RetryPolicy(2, 1 * SECOND_MS, 30 * SECOND_MS), 10 * MINUTE_MS),
-    "ocr": (RetryPolicy(2, 5 * SECOND_MS, 60 * SECOND_MS), 120 * MINUTE_MS),
-    "chunk": (RetryPolicy(2, 1 * SECOND_MS, 30 * SECOND_MS), 5 * MINUTE_MS),
-    "embed": (RetryPolicy(5, 2 * SECOND_MS, 5 * MINUTE_MS), 30 * MINUTE_MS),
-    "index": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
-    "finalize": (RetryPolicy(5, 1 * SECOND_MS, 1 * MINUTE_MS), 2 * MINUTE_MS),
-    "delete": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
-    "metadata": (RetryPolicy(5, 2 * SECOND_MS, 2 * MINUTE_MS), 10 * MINUTE_MS),
-}
+
+def _policy(stage: Stage) -> tuple[RetryPolicy, int]:
+    floor_s, cap_s = stage.backoff_s
+    policy = RetryPolicy(stage.retries, int(floor_s * SECOND_MS), int(cap_s * SECOND_MS))
+    return policy, stage.time_limit_s * SECOND_MS
+
+
+# stage: (retry policy, Dramatiq time limit in ms), as the pipeline declares them (shared/pipeline.py).
+STAGE_POLICIES: dict[str, tuple[RetryPolicy, int]] = {name: _policy(stage) for name, stage in STAGE.items()}
 
 
 def _stage_actor(stage: str, work: StageWork, lane: str = "interactive") -> Any:
