@@ -35,6 +35,9 @@ def describe_plan(name: str, plan: dict[str, Any]) -> str:
     """A dry run's plan in words."""
     states = plan["documents"]
     starts = ", ".join(f"{n} from {stage}" for stage, n in plan["jobs_by_first_stage"].items()) or "none"
+    earlier = plan["earlier_than_asked"]
+    if earlier:
+        starts += " (earlier than asked: " + ", ".join(f"{n} {why}" for why, n in earlier.items()) + ")"
     model, dimension = plan["target_model"]
     active_model, active_dimension = plan["active_model"]
     active = f"version {plan['active_version']} active ({active_model}, {active_dimension} dimensions)"

@@ -19,7 +19,14 @@ from shared.jobs import ACTIVE
 from shared.models import Job, JobKind, Reindex, ReindexStatus, Tenant, utcnow
 from shared.operations import cancel_job
 from shared.pipeline import FROM_STAGES
-from shared.reindex.documents import Progress, document_states, ensure_jobs, progress, start_stage
+from shared.reindex.documents import (
+    REQUESTED,
+    Progress,
+    document_states,
+    ensure_jobs,
+    progress,
+    start_stage,
+)
 from shared.settings import Settings
 
 __all__ = ["FROM_STAGES", "Progress", "advance", "cancel", "plan", "progress", "start"]
@@ -141,14 +148,16 @@ def plan(
         from_stage=from_stage,
     )
     states = document_states(session, probe)
-    starts = Counter(start_stage(session, probe, s.source) for s in states.values() if s.state == "missing")
+    starts = [start_stage(session, probe, s.source) for s in states.values() if s.state == "missing"]
     return {
         "resumes": running is not None,
         "active_version": tenant.active_index_version,
         "active_model": list(active_model(session, settings, tenant)),
         "target_model": list(target),
         "documents": Counter(s.state for s in states.values()),
-        "jobs_by_first_stage": starts,
+        "jobs_by_first_stage": Counter(start.stage for start in starts),
+        # Why some start earlier than asked (an older extractor, another model, a missing artifact...).
+        "earlier_than_asked": Counter(start.reason for start in starts if start.reason != REQUESTED),
     }
 
 

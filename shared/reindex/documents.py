@@ -3,13 +3,15 @@
 A document's state is read from its jobs: done when a reindex job for the target version completed
 after its latest upload, pending while one runs, waiting while an upload of it runs (its catch-up
 job follows), failed when the target job failed. A job starts at the reindex's first stage, or
-earlier when the stored pages or chunks were made by older code than this; the stages it skips are
+earlier when the stored pages or chunks were made by older code than this or an artifact it would
+reuse is missing (`start_stage` says why, and the dry run counts the reasons); the stages it skips are
 recorded as done, pointing at the artifacts of the job it reindexes. Functions take the caller's
 session and never commit.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +25,8 @@ from shared.models import Document, Job, JobKind, JobStage, JobStatus, Reindex, 
 from shared.pipeline import reused_inputs
 from shared.queue import STAGES
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
+
+logger = logging.getLogger(__name__)
 
 ACTIVE_VALUES = {s.value for s in ACTIVE}
 
@@ -137,27 +141,53 @@ def _source_stages(session: Session, source: Job) -> dict[str, str | None]:
     return {stage: key for stage, key in rows}
 
 
-def start_stage(session: Session, reindex: Reindex, source: Job | None) -> str:
+REQUESTED = "as asked"
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where a job reindexing a document starts, and why there: `REQUESTED`, or the reason it starts
+    earlier than the reindex asked."""
+
+    stage: str
+    reason: str = REQUESTED
+
+
+def start_stage(session: Session, reindex: Reindex, source: Job | None) -> Start:
     """Where a job reindexing `source` starts: the reindex's first stage, earlier when the stored
-    pages or chunks come from older code, its vectors from another model, or any of them are missing."""
-    if source is None or source.extractor_version != EXTRACTOR_VERSION:
-        return "extract"
-    stage = reindex.from_stage
-    if stage == "index" and (source.embedding_model, source.embedding_dim) != (
+    pages or chunks come from older code, its vectors from another model, or an artifact that stage
+    and the later ones read is missing."""
+    if source is None:
+        return Start("extract", "no earlier job to reuse")
+    if source.extractor_version != EXTRACTOR_VERSION:
+        return Start("extract", "pages from an older extractor")
+    start = Start(reindex.from_stage)
+    if start.stage == "index" and (source.embedding_model, source.embedding_dim) != (
         reindex.embedding_model,
         reindex.embedding_dim,
     ):
-        stage = "embed"
-    if stage in ("embed", "index") and source.chunker_version != CHUNKER_VERSION:
-        stage = "chunk"
+        start = Start("embed", "vectors from another model")
+    if start.stage in ("embed", "index") and source.chunker_version != CHUNKER_VERSION:
+        start = Start("chunk", "chunks from an older chunker")
     stored = _source_stages(session, source)
-    if any(not stored.get(s) for s in reused_inputs(stage)):
-        return "extract"
-    return stage
+    missing = [s for s in reused_inputs(start.stage) if not stored.get(s)]
+    if missing:
+        return Start("extract", f"no stored {', '.join(missing)} artifact")
+    return start
 
 
 def _create_job(session: Session, reindex: Reindex, document_id: str, source: Job) -> Job:
-    stage = start_stage(session, reindex, source)
+    start = start_stage(session, reindex, source)
+    if start.reason != REQUESTED:
+        logger.info(
+            "reindex %s: document %s starts at %s, not %s (%s)",
+            reindex.id,
+            document_id,
+            start.stage,
+            reindex.from_stage,
+            start.reason,
+        )
+    stage = start.stage
     skipped = STAGES[: STAGES.index(stage)]
     stored = _source_stages(session, source)
     job = Job(
