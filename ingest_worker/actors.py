@@ -31,9 +31,10 @@ LANE_PRIORITY = {"backlog": BACKLOG_PRIORITY, "bulk": BULK_PRIORITY}
 
 
 def _policy(stage: Stage) -> tuple[RetryPolicy, int]:
-    floor_s, cap_s = stage.backoff_s
-    policy = RetryPolicy(stage.retries, int(floor_s * SECOND_MS), int(cap_s * SECOND_MS))
-    return policy, stage.time_limit_s * SECOND_MS
+    retry = stage.retry
+    floor_s, cap_s = retry.backoff_s
+    policy = RetryPolicy(retry.retries, int(floor_s * SECOND_MS), int(cap_s * SECOND_MS))
+    return policy, retry.time_limit_s * SECOND_MS
 
 
 # stage: (retry policy, Dramatiq time limit in ms), as the pipeline declares them (shared/pipeline.py).

@@ -22,19 +22,31 @@ MINUTE_S = 60
 
 
 @dataclass(frozen=True)
+class Retry:
+    """How a failure of a stage is retried (ingest_worker/failures.py): `retries` for a failure of its
+    own (a service outage waits longer), with fully jittered backoff between `backoff_s`'s floor and
+    cap, and `time_limit_s` for one attempt (Dramatiq's TimeLimit, which cannot stop C code: a parse
+    or a page read has its own timeout inside). Parsing a bad file again rarely helps, a provider
+    outage often does."""
+
+    retries: int = 2
+    backoff_s: tuple[float, float] = (1, 30)
+    time_limit_s: int = 5 * MINUTE_S
+
+
+# The stages that write to the vector store: its outages are worth waiting out.
+VECTOR_WRITES = Retry(5, (2, 2 * MINUTE_S), 10 * MINUTE_S)
+
+
+@dataclass(frozen=True)
 class Stage:
     """One stage of a pipeline.
 
     `actor` is the Dramatiq actor's name, which dead-letter rows and messages in flight hold, so it
     never changes. `writes` is the artifact the stage leaves (a file name under the job's artifacts),
     `reads` the stages whose artifacts it reads. `part_actor` names the actor of one part, for a stage
-    that may run in parts. `reindex_from`: a reindex may start at this stage.
-
-    How a failure of the stage is retried (ingest_worker/failures.py): `retries` for a failure of its
-    own (a service outage waits longer), with fully jittered backoff between `backoff_s`'s floor and
-    cap, and `time_limit_s` for one attempt (Dramatiq's TimeLimit, which cannot stop C code: a parse
-    or a page read has its own timeout inside). Parsing a bad file again rarely helps, a provider
-    outage often does."""
+    that may run in parts. `reindex_from`: a reindex may start at this stage. `retry`: how its
+    failures are retried."""
 
     name: str
     actor: str
@@ -43,9 +55,7 @@ class Stage:
     reads: tuple[str, ...] = ()
     part_actor: str | None = None
     reindex_from: bool = False
-    retries: int = 2
-    backoff_s: tuple[float, float] = (1, 30)
-    time_limit_s: int = 5 * MINUTE_S
+    retry: Retry = Retry()
 
 
 INGEST: tuple[Stage, ...] = (
@@ -56,7 +66,7 @@ INGEST: tuple[Stage, ...] = (
         QUEUE_INGEST,
         writes="pages.json",
         reindex_from=True,
-        time_limit_s=10 * MINUTE_S,
+        retry=Retry(time_limit_s=10 * MINUTE_S),
     ),
     # Generous: each page has its own timeout inside the stage (or each part, for a large scan).
     Stage(
@@ -66,8 +76,7 @@ INGEST: tuple[Stage, ...] = (
         writes="pages-final.json",
         reads=("extract",),
         part_actor="ocr_range",
-        backoff_s=(5, 60),
-        time_limit_s=120 * MINUTE_S,
+        retry=Retry(2, (5, MINUTE_S), 120 * MINUTE_S),
     ),
     Stage("chunk", "chunk_text", QUEUE_INGEST, writes="chunks.json", reads=("ocr",), reindex_from=True),
     # The embedding provider's outages and rate limits are worth waiting out.
@@ -78,49 +87,20 @@ INGEST: tuple[Stage, ...] = (
         writes="vectors.npy",
         reads=("chunk",),
         reindex_from=True,
-        retries=5,
-        backoff_s=(2, 5 * MINUTE_S),
-        time_limit_s=30 * MINUTE_S,
+        retry=Retry(5, (2, 5 * MINUTE_S), 30 * MINUTE_S),
     ),
     Stage(
-        "index",
-        "index_chunks",
-        QUEUE_INDEX,
-        reads=("chunk", "embed"),
-        reindex_from=True,
-        retries=5,
-        backoff_s=(2, 2 * MINUTE_S),
-        time_limit_s=10 * MINUTE_S,
+        "index", "index_chunks", QUEUE_INDEX, reads=("chunk", "embed"), reindex_from=True, retry=VECTOR_WRITES
     ),
     # Finalize may delete the points of a job cancelled after indexing: it opens the vector store.
-    Stage(
-        "finalize", "finalize_job", QUEUE_INDEX, retries=5, backoff_s=(1, MINUTE_S), time_limit_s=2 * MINUTE_S
-    ),
+    Stage("finalize", "finalize_job", QUEUE_INDEX, retry=Retry(5, (1, MINUTE_S), 2 * MINUTE_S)),
 )
 # The kinds of job and the stages each runs, in order (a reindex job runs the ingest stages; the ones
 # it skips are recorded as done when it is created).
 PIPELINES: dict[str, tuple[Stage, ...]] = {
     "ingest": INGEST,
-    "delete": (
-        Stage(
-            "delete",
-            "delete_document",
-            QUEUE_INDEX,
-            retries=5,
-            backoff_s=(2, 2 * MINUTE_S),
-            time_limit_s=10 * MINUTE_S,
-        ),
-    ),
-    "metadata": (
-        Stage(
-            "metadata",
-            "apply_metadata",
-            QUEUE_INDEX,
-            retries=5,
-            backoff_s=(2, 2 * MINUTE_S),
-            time_limit_s=10 * MINUTE_S,
-        ),
-    ),
+    "delete": (Stage("delete", "delete_document", QUEUE_INDEX, retry=VECTOR_WRITES),),
+    "metadata": (Stage("metadata", "apply_metadata", QUEUE_INDEX, retry=VECTOR_WRITES),),
 }
 STAGE: dict[str, Stage] = {stage.name: stage for stages in PIPELINES.values() for stage in stages}
 # The stages a reindex may start at (`make reindex FROM=...`), the latest first.

@@ -15,8 +15,9 @@ def test_every_declared_stage_has_its_work_and_its_declared_policy_on_every_lane
         lanes = ("interactive",) if name in ("delete", "metadata") else LANES
         for lane in lanes:
             options = declared[actor_for(name, lane)].options
-            assert options["max_retries"] == stage.retries
+            retry = stage.retry
+            assert options["max_retries"] == retry.retries
             assert (options["min_backoff"], options["max_backoff"]) == tuple(
-                int(s * 1000) for s in stage.backoff_s
+                int(s * 1000) for s in retry.backoff_s
             )
-            assert options["time_limit"] == stage.time_limit_s * 1000
+            assert options["time_limit"] == retry.time_limit_s * 1000
