@@ -54,16 +54,16 @@ def make_engine(url: str) -> Engine:
     return _server_engine(url, pool_size=POOL_KEPT, max_overflow=POOL_OVERFLOW)
 
 
-def _server_engine(url: str, **options: Any) -> Engine:
+def _server_engine(url: str, *, pre_ping: bool = True, **options: Any) -> Engine:
     # pool_pre_ping: a connection the server closed since its last use (a restart, a failover, an
     # idle timeout) is found at checkout and replaced before a statement of the request meets it;
     # the first disconnect found also invalidates the rest of the pool. Its cost is one round trip
-    # per checkout, three per upload (the key lookup, the accept transaction, the outbox's). Measured
-    # against a local PostgreSQL on a 2-core machine: a one-statement transaction 0.82 -> 1.20 ms,
-    # so about 1.1 ms an upload, within the noise of a whole upload through the app (20.9 ms without,
-    # 21.0 ms with, means of 3 x 150). A connection that dies between its ping and its statements
+    # per checkout, two per upload (the accept transaction, the outbox's; the key lookup's pool does
+    # without, see Database). Measured against a local PostgreSQL on a 2-core machine: a
+    # one-statement transaction 0.82 -> 1.20 ms, within the noise of a whole upload through the app
+    # (20.9 ms without, 21.0 ms with, means of 3 x 150). A connection that dies between its ping and its statements
     # fails its transaction, which `Database.retrying` runs once more from its start.
-    return create_engine(url, pool_pre_ping=True, **options)
+    return create_engine(url, pool_pre_ping=pre_ping, **options)
 
 
 def database_unavailable(exc: BaseException) -> bool:
@@ -157,11 +157,19 @@ class Database:
         self.sessions = make_session_factory(self.engine)
         # Reads of one statement (the API key of each request) on connections in autocommit mode for
         # good: switching a pooled connection to autocommit and back costs a round trip per read.
+        # No ping at checkout: every read goes through `reading`, which runs it once more on a new
+        # connection when the pooled one was lost (the loss invalidates the rest of the pool too).
+        # The ping was 3.1% of a gateway worker's time under the peer bench's uploads at 8 clients
+        # (py-spy, 2 cores), the key lookup's share of the pings.
         self._reads = (
             None
             if self.is_sqlite
             else _server_engine(
-                url, isolation_level="AUTOCOMMIT", pool_size=READ_POOL_KEPT, max_overflow=POOL_OVERFLOW
+                url,
+                pre_ping=False,
+                isolation_level="AUTOCOMMIT",
+                pool_size=READ_POOL_KEPT,
+                max_overflow=POOL_OVERFLOW,
             )
         )
 
@@ -175,7 +183,8 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A connection for a read of one statement outside any transaction: on PostgreSQL no BEGIN
-        and COMMIT round trips around it (SQLite reads in a short transaction, as everything else)."""
+        and COMMIT round trips around it (SQLite reads in a short transaction, as everything else).
+        Its pool does not ping: read through `reading`, which replaces a lost connection."""
         if self.is_sqlite:
             with self.engine.begin() as connection:
                 yield connection

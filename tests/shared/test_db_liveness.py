@@ -1,6 +1,7 @@
-"""The engines ping each connection they hand out, so one the server closed since its last use is
-replaced unseen; a transaction whose connection dies later is run once more from its start, unless
-its COMMIT was in flight, and a database out of reach is `DatabaseUnavailableError`."""
+"""A connection the server closed since its last use is replaced unseen: the transactions' engine pings
+each connection it hands out, and a read of the key lookup's pool (which does not ping) is run once
+more on a new connection. A transaction whose connection dies later is run once more from its start,
+unless its COMMIT was in flight, and a database out of reach is `DatabaseUnavailableError`."""
 
 from __future__ import annotations
 
