@@ -61,8 +61,9 @@ def _server_engine(url: str, *, pre_ping: bool = True, **options: Any) -> Engine
     # per checkout, two per upload (the accept transaction, the outbox's; the key lookup's pool does
     # without, see Database). Measured against a local PostgreSQL on a 2-core machine: a
     # one-statement transaction 0.82 -> 1.20 ms, within the noise of a whole upload through the app
-    # (20.9 ms without, 21.0 ms with, means of 3 x 150). A connection that dies between its ping and its statements
-    # fails its transaction, which `Database.retrying` runs once more from its start.
+    # (20.9 ms without, 21.0 ms with, means of 3 x 150). A connection that dies between its ping
+    # and its statements fails its transaction, which `Database.retrying` runs once more from its
+    # start.
     return create_engine(url, pool_pre_ping=pre_ping, **options)
 
 
