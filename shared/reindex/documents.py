@@ -142,6 +142,7 @@ def _source_stages(session: Session, source: Job) -> dict[str, str | None]:
 
 
 REQUESTED = "as asked"
+NOT_STORED = "no stored"
 
 
 @dataclass(frozen=True)
@@ -172,14 +173,17 @@ def start_stage(session: Session, reindex: Reindex, source: Job | None) -> Start
     stored = _source_stages(session, source)
     missing = [s for s in reused_inputs(start.stage) if not stored.get(s)]
     if missing:
-        return Start("extract", f"no stored {', '.join(missing)} artifact")
+        return Start("extract", f"{NOT_STORED} {', '.join(missing)} artifact")
     return start
 
 
 def _create_job(session: Session, reindex: Reindex, document_id: str, source: Job) -> Job:
     start = start_stage(session, reindex, source)
     if start.reason != REQUESTED:
-        logger.info(
+        # A missing artifact is a surprise that costs a full re-extract; a change of code or model is not.
+        level = logging.WARNING if start.reason.startswith(NOT_STORED) else logging.INFO
+        logger.log(
+            level,
             "reindex %s: document %s starts at %s, not %s (%s)",
             reindex.id,
             document_id,
