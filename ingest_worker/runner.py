@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, retry_or_dead_letter
 from ingest_worker.resources import Resources
 from shared import job_stages, jobs
-from shared.errors import IngestError, PermanentError
+from shared.errors import IngestError, PermanentError, StaleTransitionError
 from shared.job_events import JobSnapshot
 from shared.jobs import ACTIVE, TERMINAL
 from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
@@ -78,11 +78,8 @@ class Unit(Protocol):
 
 
 def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCleanup) -> str | None:
-    """Run `unit`; returns HALT to stop the pipeline, None to hand the job on.
-
-    The claim's transaction, the work and the finish all go down one classification: a database that
-    fails the claim (nothing was taken, the transaction rolled back) or the finish (the work is kept,
-    and a stage never redoes finished work) is retried with backoff like a failure of the work."""
+    """Run `unit`; returns HALT to stop the pipeline, None to hand the job on. A failure of the
+    claim's transaction (nothing was taken) or of the finish is retried like a failure of the work."""
     try:
         claim = _claim(res, unit)
     except Exception as exc:
@@ -94,7 +91,6 @@ def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCle
     try:
         with _lease(res, unit):
             result = unit.work(res)
-        return unit.finish(res, result)
     except JobCancelledError:
         unit.release(res)
         cancel(res, unit.job_id, on_cancel)
@@ -108,6 +104,20 @@ def run(res: Resources, unit: Unit, *, policy: RetryPolicy, on_cancel: CancelCle
         fail(res, unit.job_id, exc)
         return HALT
     except (Exception, TimeLimitExceeded) as exc:  # TimeLimitExceeded is not an Exception
+        _release_if_possible(res, unit)
+        return retry_or_dead_letter(res, unit.job_id, unit.stage, exc, policy)
+    return _finish(res, unit, result, policy)
+
+
+def _finish(res: Resources, unit: Unit, result: Any, policy: RetryPolicy) -> str | None:
+    """Record the work done. A job that changed state meanwhile (a cancel request as the last stage
+    completes) raises on, so the message's next delivery settles the job from its new state, as the
+    claim does; any other failure (the database lost) is retried like a failure of the work."""
+    try:
+        return unit.finish(res, result)
+    except StaleTransitionError:
+        raise
+    except Exception as exc:
         _release_if_possible(res, unit)
         return retry_or_dead_letter(res, unit.job_id, unit.stage, exc, policy)
 
@@ -127,9 +137,7 @@ def _claim(res: Resources, unit: Unit) -> Claim:
         if status == S.CANCEL_REQUESTED:
             if _lease_live(job):
                 # A worker is still inside a stage of this job; it stops at its next check and cancels.
-                logger.info(
-                    "job %s: cancel requested while another worker holds it; left to that worker", job.id
-                )
+                logger.info("job %s: cancel requested while a worker holds it; left to it", job.id)
                 return Claim.DROP
             jobs.cancel(session, unit.job_id)
             return Claim.CANCEL
@@ -144,9 +152,7 @@ def _release_if_possible(res: Resources, unit: Unit) -> None:
     try:
         unit.release(res)
     except Exception:
-        logger.warning(
-            "job %s: could not give back %s; its lease will lapse", unit.job_id, unit, exc_info=True
-        )
+        logger.warning("job %s: could not give back %s; its lease lapses", unit.job_id, unit, exc_info=True)
 
 
 # --- Stop checks and leases ---------------------------------------------------------------------

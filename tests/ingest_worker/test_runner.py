@@ -15,7 +15,7 @@ from ingest_worker.failures import RetryPolicy
 from ingest_worker.resources import Resources
 from ingest_worker.runner import Claim, JobEndedError, run
 from shared import jobs
-from shared.errors import DatabaseUnavailableError, PermanentError
+from shared.errors import DatabaseUnavailableError, PermanentError, StaleTransitionError
 from shared.jobs import ACTIVE
 from shared.models import DeadLetter, Job, Tenant, TenantStatus
 from shared.pipeline_errors import JobCancelledError
@@ -185,6 +185,18 @@ def test_a_database_lost_during_the_claim_or_the_finish_is_retried_like_the_work
     assert unit.calls == calls
     with res.db.transaction() as session:
         assert session.scalars(select(DeadLetter).where(DeadLetter.job_id == job_id)).first() is None
+
+
+def test_a_job_that_changed_state_as_its_unit_finished_is_left_to_the_next_delivery(res: Resources) -> None:
+    # Given a unit whose finish finds the job in another state (a cancel request as the last stage ends)
+    _, job_id = create_document_job(res, text_pdf(["Runner."]))
+    unit = Unit(job_id, lambda _res: "done", fails={"finish": StaleTransitionError()})
+    # When the runner runs it, then the error goes on to Dramatiq, whose next delivery settles the job
+    # from its new state, and the job is not failed here
+    with pytest.raises(StaleTransitionError):
+        run(res, unit, policy=NO_RETRIES, on_cancel=lambda _res, _job: None)
+    assert unit.calls == ["claim", "work", "finish"]
+    assert job_of(res, job_id).status == "running"
 
 
 @pytest.mark.parametrize(("claim", "expected"), [(Claim.DROP, HALT), (Claim.HAND_ON, None)])
