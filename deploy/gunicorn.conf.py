@@ -58,10 +58,10 @@ def post_fork(server: object, worker: object) -> None:
     """psycopg2 waits for the database through gevent, so a query yields to the other greenlets."""
     from psycogreen.gevent import patch_psycopg
 
-    from shared import hot_locks
+    from gateway import hot_locks
 
     patch_psycopg()
-    # Except while an upload holds its tenant's counters: then it waits in place (shared/hot_locks.py).
+    # Except while an upload holds its tenant's counters: then it waits in place (gateway/hot_locks.py).
     hot_locks.install(hot_locks.blocking_database_waits)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from sqlalchemy.orm import object_session
 
-from shared.document_versions import serving_job
+from gateway.document_versions import serving_job
 from shared.job_representation import iso_time, job_body
 from shared.models import ApiKey, DeadLetter, Document, Job, Reindex, Tenant, WebhookDelivery, utcnow
 

@@ -18,10 +18,11 @@ from typing import Any
 from sqlalchemy import update
 from sqlalchemy.exc import IntegrityError
 
+from gateway import hot_locks
+from gateway.job_queries import latest_job_of_document
 from gateway.services import Services
-from shared import hot_locks, insert_batch, job_counters, operations, outbox
+from shared import insert_batch, job_counters, operations, outbox
 from shared.errors import DatabaseUnavailableError, IngestError, InvalidRequestError
-from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
 from shared.models import Document, Job, utcnow
 from shared.storage import ObjectStorage, ObjectWriter

@@ -17,6 +17,7 @@ import dramatiq
 from dramatiq.middleware import CurrentMessage
 from dramatiq.middleware.time_limit import TimeLimitExceeded
 
+from ingest_worker.pipeline_errors import ProcessingTimeoutError
 from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from shared import jobs
@@ -29,7 +30,6 @@ from shared.errors import (
     VectorStoreUnavailableError,
 )
 from shared.models import DeadLetter, JobStatus
-from shared.pipeline_errors import ProcessingTimeoutError
 from shared.queue import HALT
 
 logger = logging.getLogger(__name__)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     ParserCrashedError,
     ParserKilledError,
     ParseTimeoutError,

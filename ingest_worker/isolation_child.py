@@ -12,8 +12,8 @@ import traceback
 from multiprocessing.connection import Connection
 from typing import Any
 
+from ingest_worker.pipeline_errors import MemoryLimitError
 from shared.errors import IngestError
-from shared.pipeline_errors import MemoryLimitError
 
 # A child retires after this many calls, or once its peak memory passed this share of its cap, so
 # memory a parser leaks or fragments never piles up into the next file's budget.

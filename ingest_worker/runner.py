@@ -23,13 +23,13 @@ from dramatiq.middleware.time_limit import TimeLimitExceeded
 from sqlalchemy.orm import Session
 
 from ingest_worker.failures import CancelCleanup, RetryPolicy, cancel, fail, retry_or_dead_letter
+from ingest_worker.pipeline_errors import JobCancelledError
 from ingest_worker.resources import Resources
 from shared import job_stages, jobs
 from shared.errors import IngestError, PermanentError, StaleTransitionError
 from shared.job_events import JobSnapshot
 from shared.jobs import ACTIVE, TERMINAL
 from shared.models import Job, JobStatus, Tenant, TenantStatus, utcnow
-from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT, pipeline_of_stage
 
 logger = logging.getLogger(__name__)

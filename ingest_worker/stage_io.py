@@ -20,6 +20,7 @@ import numpy as np
 
 from ingest_worker import metadata
 from ingest_worker.isolation import run_isolated
+from ingest_worker.pipeline_errors import DocumentDeletedError, NoTextError
 from ingest_worker.resources import Resources
 from ingest_worker.retry_policy import backoff_ms
 from ingest_worker.runner import StageResult, check_not_cancelled
@@ -43,7 +44,6 @@ from shared.errors import EmbeddingUnavailableError, PointCountMismatchError
 from shared.job_events import JobSnapshot
 from shared.models import Document, Job, JobStage, Tenant
 from shared.pipeline import artifact_of
-from shared.pipeline_errors import DocumentDeletedError, NoTextError
 from shared.versions import CHUNKER_VERSION, EXTRACTOR_VERSION
 
 # A failed embedding batch is tried again after a short pause; a provider asking for a longer one than

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
+from ingest_worker import job_progress
 from ingest_worker.resources import Resources
-from shared import job_progress
 
 
 class StageProgress:

@@ -3,7 +3,7 @@
 Adapters translate vendor exceptions at the boundary (`raise StorageUnavailableError() from exc`);
 `PermanentError` means "fail now, retrying cannot help", `TransientError` means "retry with backoff".
 HTTP statuses live only in `gateway/errors.py`. The errors of processing a document (unreadable or
-over-limit PDFs, OCR and parser faults) are in `shared/pipeline_errors.py`.
+over-limit PDFs, OCR and parser faults) are in `ingest_worker/pipeline_errors.py`.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A document's own content: the chunks and page texts of the version search serves, and the original file.
 
 Every answer is scoped to the caller's tenant (another tenant's document is as unknown as a made-up id).
-The chunks and texts come from the artifacts of the job `shared.document_versions.serving_job` names,
+The chunks and texts come from the artifacts of the job `gateway.document_versions.serving_job` names,
 the same rule the document's `indexed` field shows; the file is streamed from object storage.
 """
 
@@ -15,12 +15,12 @@ from sqlalchemy import select
 from gateway.auth import tenant_required
 from gateway.blueprint import Blueprint
 from gateway.content_disposition import attachment
+from gateway.document_versions import artifact_key_of, serving_job
 from gateway.pagination import decode_cursor, encode_cursor
 from gateway.schemas.common import ListArgsSchema
 from gateway.schemas.document_content import ChunkListSchema, DocumentTextSchema
 from gateway.services import services
 from shared.artifacts import load_items
-from shared.document_versions import artifact_key_of, serving_job
 from shared.errors import ConflictError, NotFoundError, ObjectNotFoundError
 from shared.models import Document, Job
 

@@ -12,6 +12,7 @@ from gateway import idempotency, request_checks, upload_form, uploads
 from gateway.auth import tenant_required
 from gateway.blueprint import Blueprint
 from gateway.idempotency import StoredResponse
+from gateway.job_queries import latest_job_of_document
 from gateway.pagination import next_cursor, page
 from gateway.representations import document_body
 from gateway.schemas.common import ListArgsSchema
@@ -29,7 +30,6 @@ from gateway.services import services
 from gateway.upload_form import UploadForm
 from shared import document_metadata, ocr_languages, operations
 from shared.errors import IngestError, InvalidRequestError, NotFoundError, UnsupportedMediaTypeError
-from shared.job_queries import latest_job_of_document
 from shared.job_representation import job_body
 from shared.models import Document
 from shared.webhooks.callback_urls import check_setting

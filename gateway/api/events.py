@@ -2,7 +2,7 @@
 written them), resumable from Last-Event-ID, ending once the job is final or after `events_max_s`.
 
 A final job whose last event the client has seen is a 204 at once, which takes no slot. Each open
-stream holds one of the tenant's `events_max_streams_per_tenant` slots (shared/stream_leases.py,
+stream holds one of the tenant's `events_max_streams_per_tenant` slots (gateway/stream_leases.py,
 shared by every gateway process); a further one is a 429 with Retry-After. A server whose streams
 hold threads (the embedded one) also caps its own streams (`limit_streams_per_process`), shared fairly
 among tenants (gateway/stream_slots.py), so that streams never take every thread: beyond it a stream
@@ -21,16 +21,16 @@ from typing import Any
 from flask import Flask, Response, current_app, g, request
 from sqlalchemy import select
 
+from gateway import stream_leases
 from gateway.auth import Caller, still_authorised, tenant_required
 from gateway.blueprint import Blueprint
+from gateway.job_queries import get_job
 from gateway.request_checks import MAX_ID
 from gateway.schemas.jobs import EventStreamArgsSchema
 from gateway.services import services
 from gateway.stream_slots import StreamSlots
-from shared import stream_leases
 from shared.db import Database
 from shared.errors import InvalidRequestError, NotFoundError, StreamsBusyError
-from shared.job_queries import get_job
 from shared.jobs import TERMINAL
 from shared.models import Job, JobEvent
 from shared.webhooks import event_body

@@ -12,9 +12,9 @@ from sqlalchemy import select
 
 from gateway.auth import tenant_required
 from gateway.blueprint import Blueprint
+from gateway.job_queries import get_job
 from gateway.services import services
 from shared.errors import NotFoundError
-from shared.job_queries import get_job
 from shared.job_representation import iso_time
 from shared.models import JobEvent, JobStage, utcnow
 from shared.queue import stages_of

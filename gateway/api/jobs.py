@@ -9,12 +9,12 @@ from sqlalchemy import select
 
 from gateway.auth import tenant_required
 from gateway.blueprint import Blueprint
+from gateway.job_queries import get_job as load_job
 from gateway.pagination import next_cursor, page
 from gateway.schemas.jobs import JobListArgsSchema, JobListSchema, JobSchema
 from gateway.services import services
 from shared import operations
 from shared.errors import NotFoundError
-from shared.job_queries import get_job as load_job
 from shared.job_representation import job_body
 from shared.models import Job
 

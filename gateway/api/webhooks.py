@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from gateway.auth import tenant_required
 from gateway.blueprint import Blueprint
+from gateway.job_queries import get_job
 from gateway.representations import delivery_body, webhook_settings_body
 from gateway.schemas.webhooks import (
     DeliveryListSchema,
@@ -20,7 +21,6 @@ from gateway.schemas.webhooks import (
 from gateway.services import services
 from shared import webhooks
 from shared.errors import NotFoundError
-from shared.job_queries import get_job
 from shared.models import Tenant, WebhookDelivery, utcnow
 from shared.webhooks.callback_urls import check_setting
 

@@ -14,6 +14,7 @@ import logging
 
 from sqlalchemy.orm import Session
 
+from ingest_worker import job_progress
 from ingest_worker.ocr import stage_parts
 from ingest_worker.ocr.reading import (
     document_languages,
@@ -35,7 +36,7 @@ from ingest_worker.runner import (
 from ingest_worker.stage_io import original
 from ingest_worker.stage_progress import StageProgress
 from ingest_worker.stages.ocr_confidence import PageReading
-from shared import job_progress, jobs, outbox
+from shared import jobs, outbox
 from shared.artifacts import artifact_key, pages_from_json, pages_to_json
 from shared.errors import StaleTransitionError
 from shared.job_events import JobSnapshot

@@ -10,7 +10,7 @@ from pypdf.errors import LimitReachedError
 from pypdf.filters import decode_stream_data
 from pypdf.generic import ArrayObject, DictionaryObject, EncodedStreamObject, NullObject, StreamObject
 
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     DecompressionBombError,
     ImageTooLargeError,
     InvalidPdfError,

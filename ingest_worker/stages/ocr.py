@@ -12,14 +12,14 @@ import pypdfium2 as pdfium
 import pytesseract
 from PIL import Image
 
-from ingest_worker.stages.ocr_confidence import ConfidenceRule, PageReading, confident_text, words_from_data
-from ingest_worker.stages.parser_errors import pdfium_errors
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     OcrFailedError,
     OcrUnavailableError,
     PageCountMismatchError,
     ProcessingTimeoutError,
 )
+from ingest_worker.stages.ocr_confidence import ConfidenceRule, PageReading, confident_text, words_from_data
+from ingest_worker.stages.parser_errors import pdfium_errors
 
 POINTS_PER_INCH = 72
 # A4 at 300 dpi is 8.7 million pixels. Larger pages (posters, hostile MediaBoxes) are rendered at a

@@ -36,8 +36,7 @@ from pypdf.errors import (
     PyPdfError,
 )
 
-from shared.errors import IngestError
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     DecompressionBombError,
     EncryptedPdfError,
     ImageTooLargeError,
@@ -52,6 +51,7 @@ from shared.pipeline_errors import (
     UnsupportedFeatureError,
     UnsupportedFilterError,
 )
+from shared.errors import IngestError
 
 # Plain errors that a library's parsers let escape on attacker-controlled structures: they index, unpack,
 # convert and recurse without checking first. MemoryError is not here: the isolated child reports it.

@@ -7,11 +7,7 @@ import re
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError, LimitReachedError, PyPdfError
 
-from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
-from ingest_worker.stages.parser_errors import pypdf_errors
-from shared.artifacts import ValidationReport
-from shared.errors import EmptyFileError, NotAPdfError
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     EncryptedPdfError,
     InvalidPdfError,
     MalformedPdfError,
@@ -20,6 +16,10 @@ from shared.pipeline_errors import (
     TruncatedPdfError,
     UnsupportedEncryptionError,
 )
+from ingest_worker.stages.limits import PdfLimits, check_object_count, check_page_content, count_pages
+from ingest_worker.stages.parser_errors import pypdf_errors
+from shared.artifacts import ValidationReport
+from shared.errors import EmptyFileError, NotAPdfError
 
 PDF_MAGIC = b"%PDF-"
 DEFAULT_LIMITS = PdfLimits()

@@ -15,11 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest_worker import isolation
+from ingest_worker import isolation, pipeline_errors
 from ingest_worker.isolation import ChildTracebackError, run_isolated, stop_idle_children
-from shared import errors, pipeline_errors
-from shared.errors import IngestError, PermanentError, StorageUnavailableError, TransientError
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     EncryptedPdfError,
     MemoryLimitError,
     ParserCrashedError,
@@ -27,6 +25,8 @@ from shared.pipeline_errors import (
     ParseTimeoutError,
     ProcessingTimeoutError,
 )
+from shared import errors
+from shared.errors import IngestError, PermanentError, StorageUnavailableError, TransientError
 
 MEMORY_MB = 512
 GB = 1024**3

@@ -12,13 +12,13 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from ingest_worker.failures import RetryPolicy
+from ingest_worker.pipeline_errors import JobCancelledError
 from ingest_worker.resources import Resources
 from ingest_worker.runner import Claim, JobEndedError, run
 from shared import jobs
 from shared.errors import DatabaseUnavailableError, PermanentError, StaleTransitionError
 from shared.jobs import ACTIVE
 from shared.models import DeadLetter, Job, Tenant, TenantStatus
-from shared.pipeline_errors import JobCancelledError
 from shared.queue import HALT
 from shared.settings import Settings
 from tests.support.databases import migrate_database

@@ -11,13 +11,14 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
+from ingest_worker import job_progress
+from ingest_worker.job_progress import stage_bounds
 from ingest_worker.middleware.hand_offs import HandOffs
 from ingest_worker.resources import Resources
 from ingest_worker.sweeper import sweep
-from shared import job_progress, job_stages, jobs, operations
+from shared import job_stages, jobs, operations
 from shared.errors import TransientError
 from shared.job_hand_offs import await_parts
-from shared.job_progress import stage_bounds
 from shared.job_waiting import RETRY_DELAY, TENANT_SLOT, mark_waiting
 from shared.models import Document, Job, JobEvent, OutboxMessage, utcnow
 from shared.queue import actor_for

@@ -10,8 +10,8 @@ import pytest
 from flask import Flask
 from sqlalchemy import update
 
+from gateway import stream_leases
 from gateway.app import create_app
-from shared import stream_leases
 from shared.db import Database
 from shared.models import EventStreamLease, utcnow
 from shared.queue import Publisher, make_broker

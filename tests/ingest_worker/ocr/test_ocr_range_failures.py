@@ -12,11 +12,11 @@ from sqlalchemy import select
 from ingest_worker import stage_io
 from ingest_worker.ocr import page_ranges
 from ingest_worker.ocr.page_ranges import run_range
+from ingest_worker.pipeline_errors import InvalidPdfError, OcrFailedError
 from ingest_worker.resources import Resources
 from ingest_worker.runner import run_stage
 from shared import operations
 from shared.models import Job, StagePart, Tenant, TenantStatus
-from shared.pipeline_errors import InvalidPdfError, OcrFailedError
 from shared.settings import Settings
 from tests.support.inprocess import create_document_job, in_process_service
 from tests.support.ocr_range_jobs import OCR_POLICY, SCAN_PAGES, hand_offs_to, job_row, through_extract

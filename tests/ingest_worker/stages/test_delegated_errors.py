@@ -14,15 +14,15 @@ import pytest
 from cryptography.exceptions import UnsupportedAlgorithm
 from PIL.Image import DecompressionBombError as PillowBomb
 
-from ingest_worker.stages.parser_errors import pdfium_errors, pypdf_errors
-from shared.errors import IngestError, PermanentError
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     ImageTooLargeError,
     InvalidEncryptionError,
     MalformedPdfError,
     PageRenderError,
     UnsupportedEncryptionError,
 )
+from ingest_worker.stages.parser_errors import pdfium_errors, pypdf_errors
+from shared.errors import IngestError, PermanentError
 
 PYPDF = os.path.dirname(pypdf.__file__)
 PDFIUM = os.path.dirname(pdfium.__file__)

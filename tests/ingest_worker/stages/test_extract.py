@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from ingest_worker.pipeline_errors import EncryptedPdfError, PdfLimitError
 from ingest_worker.stages.extract import extract_pages
 from shared.artifacts import PageText, pages_from_json, pages_to_json
 from shared.errors import NotAPdfError
-from shared.pipeline_errors import EncryptedPdfError, PdfLimitError
 from tests.support import pdfs
 from tests.support.text_metrics import character_error_rate
 

@@ -12,12 +12,12 @@ import pytest
 from pypdf.errors import LimitReachedError, PdfReadError
 
 from ingest_worker.isolation import run_isolated
+from ingest_worker.pipeline_errors import PdfLimitError
 from ingest_worker.stages.extract import extract_pages
 from ingest_worker.stages.ocr import ocr_pages
 from ingest_worker.stages.validate import pdf_errors, validate_pdf
 from shared.artifacts import ValidationReport
 from shared.errors import IngestError, PermanentError
-from shared.pipeline_errors import PdfLimitError
 from tests.support import hostile_pdfs, pdfs
 
 TIMEOUT_S = 30

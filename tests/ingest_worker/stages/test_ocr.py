@@ -8,14 +8,14 @@ from pathlib import Path
 import pytesseract
 import pytest
 
-from ingest_worker.stages import ocr
-from ingest_worker.stages.ocr import ocr_pages
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     EncryptedPdfError,
     OcrFailedError,
     OcrUnavailableError,
     ProcessingTimeoutError,
 )
+from ingest_worker.stages import ocr
+from ingest_worker.stages.ocr import ocr_pages
 from shared.settings import Settings
 from tests.support import pdfs
 from tests.support.text_metrics import character_error_rate

@@ -20,10 +20,7 @@ from pypdf.errors import (
     PdfStreamError,
 )
 
-from ingest_worker.stages import extract, validate
-from ingest_worker.stages.parser_errors import classify_pdfium, pdfium_errors, pypdf_errors
-from shared.errors import IngestError, PermanentError
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     DecompressionBombError,
     EncryptedPdfError,
     InvalidPdfError,
@@ -36,6 +33,9 @@ from shared.pipeline_errors import (
     UnsupportedFeatureError,
     UnsupportedFilterError,
 )
+from ingest_worker.stages import extract, validate
+from ingest_worker.stages.parser_errors import classify_pdfium, pdfium_errors, pypdf_errors
+from shared.errors import IngestError, PermanentError
 from tests.support import pdfs
 
 PYPDF = os.path.dirname(pypdf.__file__)

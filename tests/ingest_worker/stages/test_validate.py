@@ -8,15 +8,15 @@ from pathlib import Path
 import pytest
 from pypdf.errors import PdfStreamError
 
-from ingest_worker.stages.validate import validate_pdf
-from shared.artifacts import ValidationReport
-from shared.errors import EmptyFileError, NotAPdfError
-from shared.pipeline_errors import (
+from ingest_worker.pipeline_errors import (
     EncryptedPdfError,
     InvalidPdfError,
     TooManyPagesError,
     UnsupportedEncryptionError,
 )
+from ingest_worker.stages.validate import validate_pdf
+from shared.artifacts import ValidationReport
+from shared.errors import EmptyFileError, NotAPdfError
 from tests.support import hostile_pdfs, pdfs
 
 

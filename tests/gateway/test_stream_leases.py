@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import update
 
-from shared import stream_leases
+from gateway import stream_leases
 from shared.db import Database
 from shared.errors import TooManyStreamsError
 from shared.models import EventStreamLease, utcnow

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg2.extensions
 import pytest
 
-from shared import hot_locks
+from gateway import hot_locks
 
 
 def _green_wait(connection: Any, timeout: float | None = None) -> None:
