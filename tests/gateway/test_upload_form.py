@@ -16,9 +16,9 @@ from gateway import upload_form
 from gateway.app import create_app
 from shared import operations
 from shared.queue import Publisher, make_broker
-from shared.s3_storage import S3Storage
 from shared.settings import Settings
 from shared.storage import LocalStorage, ObjectStorage
+from shared.storage.s3 import S3Storage
 from tests.conftest import auth, tenant_key
 from tests.support.pdfs import text_pdf
 

@@ -12,8 +12,8 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from shared.errors import StorageUnavailableError
-from shared.s3_storage import MULTIPART_CHUNK_BYTES, S3Storage
 from shared.settings import Settings
+from shared.storage.s3 import MULTIPART_CHUNK_BYTES, S3Storage
 from tests.support.object_stores import PseudoRandomStream, s3_storage
 from tests.support.ports import free_port
 from tests.support.s3_server import S3ServerInfo

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from shared.s3_storage import S3Storage
 from shared.storage import BufferedPartWriter, LocalStorage, ObjectStorage
+from shared.storage.s3 import S3Storage
 from tests.support.object_stores import s3_storage
 
 # The smallest part S3 (and SeaweedFS) takes for all but the last: a multipart upload of some 10 MB.

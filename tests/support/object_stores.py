@@ -7,8 +7,8 @@ import io
 import random
 import uuid
 
-from shared.s3_storage import S3Storage
 from shared.settings import Settings
+from shared.storage.s3 import S3Storage
 from tests.support.s3_server import S3ServerInfo
 
 

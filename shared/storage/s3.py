@@ -1,6 +1,6 @@
 """Object storage on any S3 API server (AWS S3, MinIO, SeaweedFS) through boto3.
 
-Vendor errors are translated at this boundary, by `shared.s3_errors`.
+Vendor errors are translated at this boundary, by `shared.storage.s3_errors`.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from botocore.config import Config
 from botocore.exceptions import ClientError
 
 from shared.errors import StorageUnavailableError
-from shared.s3_errors import MISSING_BUCKET_CODES, VENDOR_ERRORS, error_code, is_not_found, translate
-from shared.s3_upload import S3Upload
 from shared.settings import Settings
-from shared.storage import STREAM_CHUNK_BYTES, BufferedPartWriter, ObjectWriter
+from shared.storage.parts import BufferedPartWriter
+from shared.storage.protocol import STREAM_CHUNK_BYTES, ObjectWriter
+from shared.storage.s3_errors import MISSING_BUCKET_CODES, VENDOR_ERRORS, error_code, is_not_found, translate
+from shared.storage.s3_upload import S3Upload
 
 MIB = 1024 * 1024
 # Uploads above this size go multipart, in parts of the same size.

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.s3_errors import VENDOR_ERRORS, translate
+from shared.storage.s3_errors import VENDOR_ERRORS, translate
 
 
 class S3Upload:
-    """The requests that store one object (shared.storage.PartSink) on an S3 client."""
+    """The requests that store one object (shared.storage.parts.PartSink) on an S3 client."""
 
     def __init__(self, client: Any, bucket: str, key: str) -> None:
         self._client, self._where = client, {"Bucket": bucket, "Key": key}
