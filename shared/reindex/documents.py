@@ -142,16 +142,17 @@ def _source_stages(session: Session, source: Job) -> dict[str, str | None]:
 
 
 REQUESTED = "as asked"
-NOT_STORED = "no stored"
 
 
 @dataclass(frozen=True)
 class Start:
     """Where a job reindexing a document starts, and why there: `REQUESTED`, or the reason it starts
-    earlier than the reindex asked."""
+    earlier than the reindex asked. `missing`: the stages whose artifact it would reuse and found
+    no record of."""
 
     stage: str
     reason: str = REQUESTED
+    missing: tuple[str, ...] = ()
 
 
 def start_stage(session: Session, reindex: Reindex, source: Job | None) -> Start:
@@ -171,9 +172,9 @@ def start_stage(session: Session, reindex: Reindex, source: Job | None) -> Start
     if start.stage in ("embed", "index") and source.chunker_version != CHUNKER_VERSION:
         start = Start("chunk", "chunks from an older chunker")
     stored = _source_stages(session, source)
-    missing = [s for s in reused_inputs(start.stage) if not stored.get(s)]
+    missing = tuple(s for s in reused_inputs(start.stage) if not stored.get(s))
     if missing:
-        return Start("extract", f"{NOT_STORED} {', '.join(missing)} artifact")
+        return Start("extract", f"no stored {', '.join(missing)} artifact", missing)
     return start
 
 
@@ -181,7 +182,7 @@ def _create_job(session: Session, reindex: Reindex, document_id: str, source: Jo
     start = start_stage(session, reindex, source)
     if start.reason != REQUESTED:
         # A missing artifact is a surprise that costs a full re-extract; a change of code or model is not.
-        level = logging.WARNING if start.reason.startswith(NOT_STORED) else logging.INFO
+        level = logging.WARNING if start.missing else logging.INFO
         logger.log(
             level,
             "reindex %s: document %s starts at %s, not %s (%s)",

@@ -68,9 +68,21 @@ ALL = ("extract", "ocr", "chunk", "embed")
         ("chunk", ALL, {}, MODEL, Start("chunk", REQUESTED)),
         # The OCR stage's pages are what the chunk stage reads; the extract artifact is not needed
         ("chunk", ("ocr", "chunk", "embed"), {}, MODEL, Start("chunk", REQUESTED)),
-        ("chunk", ("extract", "chunk", "embed"), {}, MODEL, Start("extract", "no stored ocr artifact")),
+        (
+            "chunk",
+            ("extract", "chunk", "embed"),
+            {},
+            MODEL,
+            Start("extract", "no stored ocr artifact", ("ocr",)),
+        ),
         ("index", ALL, {}, "another-model", Start("embed", "vectors from another model")),
-        ("index", ("extract", "ocr"), {}, MODEL, Start("extract", "no stored chunk, embed artifact")),
+        (
+            "index",
+            ("extract", "ocr"),
+            {},
+            MODEL,
+            Start("extract", "no stored chunk, embed artifact", ("chunk", "embed")),
+        ),
         ("embed", ALL, {"chunker_version": -1}, MODEL, Start("chunk", "chunks from an older chunker")),
         ("index", ALL, {"extractor_version": -1}, MODEL, Start("extract", "pages from an older extractor")),
     ],
